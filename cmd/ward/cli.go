@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/wardbox/ward"
+	"github.com/wardbox/ward/nsexec"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ward",
+		Short:         "Run untrusted programs in a Linux sandbox",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.AddCommand(newRunCmd(), newVersionCmd())
+	return root
+}
+
+// runFlags are the raw flag values of `ward run`, validated into a
+// ward.Config by toConfig before anything starts.
+type runFlags struct {
+	timeLimit       string
+	fileDescriptors int
+	env             []string
+	network         string
+	workdir         string
+	report          string
+	json            bool
+	outputLimit     string
+	sandboxLog      string
+	tty             bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] [--] COMMAND [ARG...]",
+		Short: "Run one program in a fresh sandbox",
+		Example: `  ward run -- echo hello
+  ward run --time-limit=5s -- python3 app.py
+  ward run --json --output-limit=64K -- sh -c 'ls /'
+  ward run --report=result.json --env=DEBUG=1 -- ./build.sh`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.toConfig(args)
+			if err != nil {
+				return err
+			}
+			return runSandbox(cmd.Context(), cfg, f)
+		},
+	}
+	// Everything after COMMAND belongs to COMMAND.
+	cmd.Flags().SetInterspersed(false)
+	fl := cmd.Flags()
+	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
+	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
+	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
+	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
+	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
+	fl.StringVar(&f.report, "report", "", "write the result as JSON to FILE")
+	fl.BoolVar(&f.json, "json", false, "capture stdout/stderr and print the result JSON on stdout")
+	fl.StringVar(&f.outputLimit, "output-limit", "1M", "most bytes kept of each captured stream")
+	fl.StringVar(&f.sandboxLog, "sandbox-log", ward.LogNormal, "what ward prints on stderr: quiet, normal or verbose")
+	fl.BoolVar(&f.tty, "tty", false, "let the program use the caller's terminal (only when stdin is a tty)")
+	return cmd
+}
+
+// toConfig validates every flag value; an error names the flag and value.
+func (f *runFlags) toConfig(args []string) (ward.Config, error) {
+	cfg := ward.Config{
+		Args:            args,
+		Env:             f.env,
+		Network:         f.network,
+		Workdir:         f.workdir,
+		FileDescriptors: f.fileDescriptors,
+		Log:             f.sandboxLog,
+		Capture:         f.json,
+		ForwardSignals:  true,
+		Stdin:           os.Stdin,
+		Stdout:          os.Stdout,
+		Stderr:          os.Stderr,
+		LogWriter:       os.Stderr,
+		TTY:             f.tty && term.IsTerminal(int(os.Stdin.Fd())),
+	}
+	if f.timeLimit != "" {
+		d, err := ward.ParseDuration(f.timeLimit)
+		if err != nil {
+			return cfg, fmt.Errorf("--time-limit=%s: %w", f.timeLimit, err)
+		}
+		cfg.TimeLimit = d
+	}
+	n, err := ward.ParseSize(f.outputLimit)
+	if err != nil {
+		return cfg, fmt.Errorf("--output-limit=%s: %w", f.outputLimit, err)
+	}
+	cfg.OutputLimit = n
+	if f.json {
+		// The result JSON owns stdout; the program's streams are captured.
+		cfg.Stdout, cfg.Stderr = nil, nil
+	}
+	if len(args) == 0 {
+		return cfg, errors.New("run: no command given (usage: ward run [flags] -- COMMAND [ARG...])")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// runSandbox runs cfg, writes the report, prints what the user asked for
+// and returns ward's exit status as an *exitError.
+func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// Open the report file before starting, so a bad path is bad input
+	// (exit 2), not a lost result after the run.
+	var report *os.File
+	if f.report != "" {
+		var err error
+		if report, err = os.Create(f.report); err != nil {
+			return fmt.Errorf("--report=%s: %w", f.report, err)
+		}
+		defer report.Close()
+	}
+	res, err := ward.Run(ctx, cfg)
+	var ce *ward.ConfigError
+	if errors.As(err, &ce) {
+		return err
+	}
+	if res == nil {
+		return err
+	}
+	var se *nsexec.SetupError
+	if errors.As(err, &se) {
+		fmt.Fprintf(os.Stderr, "ward: %v\n", se)
+	} else if res.Error != nil && (res.WardExitCode == ward.ExitNotFound || res.WardExitCode == ward.ExitNotExecutable) {
+		fmt.Fprintf(os.Stderr, "ward: %s\n", *res.Error)
+	}
+	out, merr := json.MarshalIndent(res, "", "  ")
+	if merr != nil {
+		return fmt.Errorf("result: %w", merr)
+	}
+	out = append(out, '\n')
+	if report != nil {
+		if _, werr := report.Write(out); werr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, werr)
+		}
+	}
+	if f.json {
+		_, _ = os.Stdout.Write(out)
+	}
+	return &exitError{code: res.WardExitCode}
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print ward's version, commit and Go version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			commit := "unknown"
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" {
+						commit = s.Value
+					}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ward %s\ncommit %s\n%s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	}
+}

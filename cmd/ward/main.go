@@ -1,0 +1,40 @@
+// Command ward runs untrusted programs in a Linux sandbox. See
+// ../../README.md and DESIGN.md section 1 for the command line.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/wardbox/ward"
+)
+
+// exitError carries an exit status up to main.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ward.Init() // a sandbox init never returns from here
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns ward's exit status.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		// cobra's own errors (unknown flag or command, bad flag syntax) and
+		// our validation errors: bad input, nothing started.
+		fmt.Fprintf(os.Stderr, "ward: %v\n", err)
+		return ward.ExitUsage
+	}
+}

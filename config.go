@@ -1,0 +1,152 @@
+// Package ward runs untrusted programs inside a Linux sandbox made of
+// namespaces, a minimal read-only root, dropped privileges and (from later
+// issues) cgroups and seccomp, and reports exactly what happened.
+//
+// A program that uses this package must call [Init] first thing in main:
+// ward re-executes /proc/self/exe as the sandbox's init, and Init is where
+// that init takes over.
+package ward
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Network modes.
+const (
+	NetworkNone = "none" // a private network namespace with only lo
+	NetworkHost = "host" // the host's network namespace: no network isolation
+)
+
+// Log levels for what ward itself prints on stderr.
+const (
+	LogQuiet   = "quiet"
+	LogNormal  = "normal"
+	LogVerbose = "verbose"
+)
+
+// Defaults of the default profile (DESIGN.md sections 1 and 2).
+const (
+	DefaultWorkdir         = "/home/sandbox"
+	DefaultFileDescriptors = 1024
+	DefaultOutputLimit     = 1 << 20
+	DefaultTmpSize         = 256 << 20 // /tmp tmpfs size
+	DefaultHomeSize        = 64 << 20  // /home/sandbox tmpfs size
+	DefaultScratchInodes   = 16384     // inode cap of each scratch tmpfs
+)
+
+// Config is everything that decides one sandbox. The CLI builds it from
+// flags; library callers fill it directly. It flows one way: Config -> the
+// launcher's plan -> the init inside.
+type Config struct {
+	// Args is the program and its arguments. Args[0] is looked up in the
+	// sandbox's PATH when it has no slash.
+	Args []string
+	// Env adds variables on top of the base environment (DESIGN.md
+	// section 2): "K=V" sets K, "K" passes K from the caller's environment.
+	Env []string
+	// Workdir is the working directory inside; empty means /home/sandbox.
+	Workdir string
+	// Network is NetworkNone (default when empty) or NetworkHost.
+	Network string
+	// TimeLimit is the wall-clock limit of the program; 0 means none.
+	TimeLimit time.Duration
+	// FileDescriptors is RLIMIT_NOFILE; 0 means DefaultFileDescriptors.
+	FileDescriptors int
+	// Profile names the profile these values came from (for logs/reports).
+	Profile string
+	// TTY keeps the program in the caller's session so it can use the
+	// caller's terminal (job control, a controlling tty). Without it the
+	// program gets a session of its own and cannot inject keystrokes.
+	TTY bool
+
+	// Stdin, Stdout and Stderr are the program's streams; nil means
+	// /dev/null for Stdin and discard for the others. An *os.File is passed
+	// straight through (no copying).
+	Stdin          io.Reader `json:"-"`
+	Stdout, Stderr io.Writer `json:"-"`
+	// Capture keeps up to OutputLimit bytes of each stream in the Result
+	// (in addition to writing them to Stdout/Stderr when those are set).
+	Capture     bool
+	OutputLimit int64
+	// Log is what ward prints on LogWriter: LogQuiet, LogNormal (default)
+	// or LogVerbose.
+	Log       string
+	LogWriter io.Writer `json:"-"`
+	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+	// SIGUSR2 received by this process to the program while it runs.
+	ForwardSignals bool
+}
+
+// ConfigError is an invalid value in a Config: Key is the flag/TOML name of
+// the setting (e.g. "workdir"), Value what was given.
+type ConfigError struct {
+	Key, Value, Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("--%s=%s: %s", e.Key, e.Value, e.Reason)
+}
+
+// withDefaults returns c with empty fields set to the default profile's.
+func (c Config) withDefaults() Config {
+	if c.Workdir == "" {
+		c.Workdir = DefaultWorkdir
+	}
+	if c.Network == "" {
+		c.Network = NetworkNone
+	}
+	if c.FileDescriptors == 0 {
+		c.FileDescriptors = DefaultFileDescriptors
+	}
+	if c.OutputLimit == 0 {
+		c.OutputLimit = DefaultOutputLimit
+	}
+	if c.Log == "" {
+		c.Log = LogNormal
+	}
+	if c.Profile == "" {
+		c.Profile = "default"
+	}
+	return c
+}
+
+// Validate reports the first invalid setting as a *ConfigError.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return &ConfigError{Key: "command", Value: "", Reason: "no command given (usage: ward run [flags] -- COMMAND [ARG...])"}
+	}
+	if !filepath.IsAbs(c.Workdir) {
+		return &ConfigError{Key: "workdir", Value: c.Workdir, Reason: "must be an absolute path inside the sandbox"}
+	}
+	switch c.Network {
+	case NetworkNone, NetworkHost:
+	default:
+		return &ConfigError{Key: "network", Value: c.Network, Reason: "want none or host"}
+	}
+	switch c.Log {
+	case LogQuiet, LogNormal, LogVerbose:
+	default:
+		return &ConfigError{Key: "sandbox-log", Value: c.Log, Reason: "want quiet, normal or verbose"}
+	}
+	if c.TimeLimit < 0 {
+		return &ConfigError{Key: "time-limit", Value: c.TimeLimit.String(), Reason: "must be positive"}
+	}
+	if c.FileDescriptors < 4 || c.FileDescriptors > 1<<20 {
+		return &ConfigError{Key: "file-descriptors", Value: fmt.Sprint(c.FileDescriptors), Reason: "want a number from 4 to 1048576"}
+	}
+	if c.OutputLimit < 0 {
+		return &ConfigError{Key: "output-limit", Value: fmt.Sprint(c.OutputLimit), Reason: "must not be negative"}
+	}
+	for _, e := range c.Env {
+		k, _, _ := strings.Cut(e, "=")
+		if k == "" || strings.ContainsAny(k, "\x00") {
+			return &ConfigError{Key: "env", Value: e, Reason: "want K=V or K"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+// Package fs builds the sandbox's root file system.
+//
+// The parent (the launcher, on the host) decides everything: it resolves
+// host paths once and writes a Plan, an ordered list of small operations.
+// The init inside the new mount namespace only executes the plan (see
+// root_linux.go); it makes no policy decisions and never looks up a host
+// path by name after the host's root is out of reach.
+package fs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Kind is what one Op does.
+type Kind string
+
+const (
+	KindBind    Kind = "bind"    // bind host Src at Dst (recursively), read-only unless RW
+	KindTmpfs   Kind = "tmpfs"   // a tmpfs at Dst with mount Data
+	KindProc    Kind = "proc"    // a new procfs at Dst
+	KindDevpts  Kind = "devpts"  // a new devpts instance at Dst
+	KindSymlink Kind = "symlink" // a symlink at Dst pointing to Link
+	KindFile    Kind = "file"    // a file at Dst holding Content
+	KindMask    Kind = "mask"    // hide Dst (inside): /dev/null over a file, an empty read-only tmpfs over a dir
+	KindRebind  Kind = "rebind"  // bind Dst (inside) onto itself read-only
+	KindSeal    Kind = "seal"    // make the mount at Dst read-only (not recursive)
+)
+
+// Op is one step of building the root. Paths in Dst are absolute paths
+// inside the sandbox; Src is an absolute host path already free of symlinks.
+type Op struct {
+	Kind    Kind   `json:"k"`
+	Src     string `json:"s,omitempty"`
+	Dst     string `json:"d"`
+	Link    string `json:"l,omitempty"`
+	Data    string `json:"o,omitempty"`
+	Content string `json:"c,omitempty"`
+	Mode    uint32 `json:"m,omitempty"`
+	RW      bool   `json:"rw,omitempty"`
+	// Dev keeps device access on a bind (no nodev): only for /dev nodes.
+	Dev bool `json:"dev,omitempty"`
+	// Exec allows exec on a tmpfs (scratch dirs); binds keep the host's.
+	Exec bool `json:"x,omitempty"`
+}
+
+// Plan is the whole root, in the order the init builds it.
+type Plan struct {
+	Ops []Op `json:"ops"`
+}
+
+// Options are the choices the default root depends on.
+type Options struct {
+	Hostname      string
+	UID, GID      int
+	Home          string // the sandbox user's home, a tmpfs
+	NetworkHost   bool   // share the host's resolv.conf and hosts
+	TmpSize       int64  // bytes of /tmp
+	HomeSize      int64  // bytes of Home
+	ScratchInodes int    // inode cap of /tmp and Home
+}
+
+// SystemDirs are the host's top-level directories bound read-only into
+// every sandbox (or recreated as the same symlink on merged-/usr hosts).
+var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// EtcFiles are the entries of the host's /etc a program may need to start
+// and that hold no secret. Everything else of /etc is absent: no shadow,
+// sudoers, ssh keys, machine-id, ld.so.preload, credentials of any kind.
+var EtcFiles = []string{
+	"alternatives", "ca-certificates", "ca-certificates.conf", "debian_version",
+	"gai.conf", "host.conf", "inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+	"localtime", "magic", "mime.types", "nsswitch.conf", "os-release", "protocols",
+	"services", "ssl", "terminfo", "timezone",
+}
+
+// procMasked are hidden under /proc (runc's defaults, plus a few more).
+var procMasked = []string{
+	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/proc/kallsyms", "/proc/kmsg", "/proc/config.gz",
+}
+
+// procReadOnly are made read-only under /proc (runc's defaults).
+var procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+
+// devNodes are bound from the host's /dev; nothing else of it is visible.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// DefaultPlan is the root of the default profile (DESIGN.md section 2): a
+// read-only tmpfs holding read-only binds of the host's system directories,
+// a curated /etc, a new /proc, a minimal /dev and writable scratch tmpfs
+// /tmp and home. It reads the host (lstat, readlink) but changes nothing.
+func DefaultPlan(o Options) (*Plan, error) {
+	p := &Plan{}
+	add := func(op Op) { p.Ops = append(p.Ops, op) }
+
+	for _, d := range SystemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case os.IsNotExist(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("system dir: %w", err)
+		case fi.Mode()&os.ModeSymlink != 0:
+			// Merged /usr: /bin -> usr/bin. The same link inside points
+			// into the /usr we bind, so nothing else is needed.
+			link, err := os.Readlink(d)
+			if err != nil {
+				return nil, fmt.Errorf("system dir: %w", err)
+			}
+			add(Op{Kind: KindSymlink, Dst: d, Link: link})
+		case fi.IsDir():
+			add(Op{Kind: KindBind, Src: d, Dst: d})
+		}
+	}
+
+	for _, name := range EtcFiles {
+		op, ok, err := etcEntry("/etc/" + name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			add(op)
+		}
+	}
+	add(Op{Kind: KindFile, Dst: "/etc/passwd", Mode: 0o644, Content: fmt.Sprintf(
+		"root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		o.UID, o.GID, o.Home)})
+	add(Op{Kind: KindFile, Dst: "/etc/group", Mode: 0o644, Content: fmt.Sprintf(
+		"root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", o.GID)})
+	add(Op{Kind: KindFile, Dst: "/etc/hostname", Mode: 0o644, Content: o.Hostname + "\n"})
+	add(Op{Kind: KindSymlink, Dst: "/etc/mtab", Link: "../proc/self/mounts"})
+	if o.NetworkHost {
+		for _, f := range []string{"/etc/hosts", "/etc/resolv.conf"} {
+			op, ok, err := etcEntry(f)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				add(op)
+			}
+		}
+	} else {
+		add(Op{Kind: KindFile, Dst: "/etc/hosts", Mode: 0o644, Content: fmt.Sprintf(
+			"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", o.Hostname)})
+		// No nameserver: there is no network to ask. An empty file makes
+		// resolvers fail fast instead of trying 127.0.0.1:53 by default.
+		add(Op{Kind: KindFile, Dst: "/etc/resolv.conf", Mode: 0o644, Content: "# ward: no network in this sandbox\n"})
+	}
+
+	add(Op{Kind: KindTmpfs, Dst: "/dev", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"})
+	for _, n := range devNodes {
+		if _, err := os.Stat("/dev/" + n); err == nil {
+			add(Op{Kind: KindBind, Src: "/dev/" + n, Dst: "/dev/" + n, RW: true, Dev: true})
+		}
+	}
+	add(Op{Kind: KindDevpts, Dst: "/dev/pts", Data: "newinstance,ptmxmode=0666,mode=0620"})
+	add(Op{Kind: KindSymlink, Dst: "/dev/ptmx", Link: "pts/ptmx"})
+	add(Op{Kind: KindTmpfs, Dst: "/dev/shm", RW: true, Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
+	for i, n := range []string{"stdin", "stdout", "stderr"} {
+		add(Op{Kind: KindSymlink, Dst: "/dev/" + n, Link: fmt.Sprintf("/proc/self/fd/%d", i)})
+	}
+	add(Op{Kind: KindSymlink, Dst: "/dev/fd", Link: "/proc/self/fd"})
+	add(Op{Kind: KindSeal, Dst: "/dev"})
+
+	add(Op{Kind: KindProc, Dst: "/proc"})
+	for _, m := range procMasked {
+		add(Op{Kind: KindMask, Dst: m})
+	}
+	for _, r := range procReadOnly {
+		add(Op{Kind: KindRebind, Dst: r})
+	}
+
+	add(Op{Kind: KindTmpfs, Dst: "/tmp", RW: true, Exec: true,
+		Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
+	add(Op{Kind: KindTmpfs, Dst: o.Home, RW: true, Exec: true,
+		Data: fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%d,nr_inodes=%d", o.UID, o.GID, o.HomeSize, o.ScratchInodes)})
+	return p, nil
+}
+
+// etcEntry turns a host /etc entry into an op: a link into /usr is kept as
+// the same link (it resolves inside too); anything else is bound read-only
+// from its resolved host path, so a link to /run or elsewhere cannot point
+// outside the sandbox's view.
+func etcEntry(path string) (Op, bool, error) {
+	fi, err := os.Lstat(path)
+	if os.IsNotExist(err) {
+		return Op{}, false, nil
+	}
+	if err != nil {
+		return Op{}, false, fmt.Errorf("etc: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if os.IsNotExist(err) {
+		return Op{}, false, nil // dangling link: leave it out
+	}
+	if err != nil {
+		return Op{}, false, fmt.Errorf("etc: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 && strings.HasPrefix(real, "/usr/") {
+		link, err := os.Readlink(path)
+		if err != nil {
+			return Op{}, false, fmt.Errorf("etc: %w", err)
+		}
+		return Op{Kind: KindSymlink, Dst: path, Link: link}, true, nil
+	}
+	return Op{Kind: KindBind, Src: real, Dst: path}, true, nil
+}

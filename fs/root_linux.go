@@ -1,0 +1,254 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// OldRoot is where the host's root stays reachable while the plan runs.
+const OldRoot = "/.oldroot"
+
+// Error is a failed file system operation inside the sandbox: what was
+// done, on which path (inside), and the errno.
+type Error struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errno returns the errno behind err, or 0.
+func Errno(err error) syscall.Errno {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	return 0
+}
+
+func fail(op, path string, err error) error {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return &Error{Op: op, Path: path, Err: err}
+}
+
+// MakeMountsPrivate stops mount events from propagating between the new
+// mount namespace and the host's: nothing done after it can reach the host.
+// Runs in the init, first, before any other mount.
+func MakeMountsPrivate() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fail("make / rprivate", "/", err)
+	}
+	return nil
+}
+
+// EnterNewRoot mounts an empty tmpfs and pivots into it, keeping the host's
+// root at OldRoot. The tmpfs is mounted on /tmp of the (private) mount
+// namespace only to have a mount point; after pivot_root it is "/", and
+// OldRoot/tmp shows the host's /tmp again, so any host path can still be a
+// bind source. Runs in the init.
+func EnterNewRoot() error {
+	// nosuid/nodev: nothing on the root itself is a device or setuid.
+	if err := unix.Mount("ward-root", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+		return fail("mount tmpfs root", "/tmp", err)
+	}
+	if err := os.Mkdir("/tmp"+OldRoot, 0o700); err != nil {
+		return fail("mkdir", "/tmp"+OldRoot, err)
+	}
+	// pivot_root(new, put_old): the tmpfs becomes "/", the host's root moves
+	// to OldRoot. Both must be mount points and not shared (made private).
+	if err := unix.PivotRoot("/tmp", "/tmp"+OldRoot); err != nil {
+		return fail("pivot_root", "/tmp", err)
+	}
+	// The cwd still points into the host's tree: leave it.
+	if err := unix.Chdir("/"); err != nil {
+		return fail("chdir", "/", err)
+	}
+	return nil
+}
+
+// Build runs the plan's operations in order inside the new root.
+func Build(p *Plan) error {
+	for _, op := range p.Ops {
+		if err := apply(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DetachOldRoot makes the host's root unreachable: lazily unmount it (its
+// mounts are locked together in a user namespace, so all at once) and
+// remove the empty mount point.
+func DetachOldRoot() error {
+	if err := unix.Unmount(OldRoot, unix.MNT_DETACH); err != nil {
+		return fail("umount", OldRoot, err)
+	}
+	if err := os.Remove(OldRoot); err != nil {
+		return fail("rmdir", OldRoot, err)
+	}
+	return nil
+}
+
+// SealRoot makes the root tmpfs itself read-only; the scratch mounts on it
+// stay writable. A write anywhere else fails with EROFS.
+func SealRoot() error {
+	return seal("/")
+}
+
+func apply(op Op) error {
+	switch op.Kind {
+	case KindBind:
+		return bind(OldRoot+op.Src, op.Dst, op)
+	case KindTmpfs:
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if !op.Exec {
+			flags |= unix.MS_NOEXEC
+		}
+		if !op.RW {
+			flags |= unix.MS_RDONLY
+		}
+		if err := os.MkdirAll(op.Dst, 0o755); err != nil {
+			return fail("mkdir", op.Dst, err)
+		}
+		if err := unix.Mount("tmpfs", op.Dst, "tmpfs", flags, op.Data); err != nil {
+			return fail("mount tmpfs", op.Dst, err)
+		}
+	case KindProc:
+		if err := os.MkdirAll(op.Dst, 0o555); err != nil {
+			return fail("mkdir", op.Dst, err)
+		}
+		if err := unix.Mount("proc", op.Dst, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fail("mount proc", op.Dst, err)
+		}
+	case KindDevpts:
+		if err := os.MkdirAll(op.Dst, 0o755); err != nil {
+			return fail("mkdir", op.Dst, err)
+		}
+		if err := unix.Mount("devpts", op.Dst, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, op.Data); err != nil {
+			return fail("mount devpts", op.Dst, err)
+		}
+	case KindSymlink:
+		if err := os.MkdirAll(filepath.Dir(op.Dst), 0o755); err != nil {
+			return fail("mkdir", filepath.Dir(op.Dst), err)
+		}
+		if err := os.Symlink(op.Link, op.Dst); err != nil {
+			return fail("symlink", op.Dst, err)
+		}
+	case KindFile:
+		if err := os.MkdirAll(filepath.Dir(op.Dst), 0o755); err != nil {
+			return fail("mkdir", filepath.Dir(op.Dst), err)
+		}
+		if err := os.WriteFile(op.Dst, []byte(op.Content), os.FileMode(op.Mode)); err != nil {
+			return fail("write", op.Dst, err)
+		}
+	case KindMask:
+		fi, err := os.Lstat(op.Dst)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		if err != nil {
+			return fail("lstat", op.Dst, err)
+		}
+		if fi.IsDir() {
+			if err := unix.Mount("tmpfs", op.Dst, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,nr_inodes=1"); err != nil {
+				return fail("mask", op.Dst, err)
+			}
+			return nil
+		}
+		return bind(OldRoot+"/dev/null", op.Dst, Op{})
+	case KindRebind:
+		if _, err := os.Lstat(op.Dst); os.IsNotExist(err) {
+			return nil
+		}
+		return bind(op.Dst, op.Dst, Op{})
+	case KindSeal:
+		return seal(op.Dst)
+	default:
+		return fail("plan", op.Dst, fmt.Errorf("unknown op kind %q", op.Kind))
+	}
+	return nil
+}
+
+// bind mounts src at dst recursively, then sets nosuid, nodev (unless
+// op.Dev) and read-only (unless op.RW) on the whole subtree with
+// mount_setattr, which, unlike MS_REMOUNT, reaches submounts and keeps the
+// flags the kernel locked on the host's mounts.
+func bind(src, dst string, op Op) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fail("stat bind source", src, err)
+	}
+	if err := makeTarget(dst, fi.IsDir()); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fail("bind "+src, dst, err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}
+	if !op.Dev {
+		attr.Attr_set |= unix.MOUNT_ATTR_NODEV
+	}
+	if !op.RW {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fail("mount_setattr", dst, err)
+	}
+	return checkReadOnly(dst, !op.RW)
+}
+
+// seal makes the single mount at path read-only.
+func seal(path string) error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
+		return fail("mount_setattr ro", path, err)
+	}
+	return checkReadOnly(path, true)
+}
+
+// checkReadOnly refuses a read-only flag that silently did not apply.
+func checkReadOnly(path string, want bool) error {
+	if !want {
+		return nil
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fail("statfs", path, err)
+	}
+	if st.Flags&unix.ST_RDONLY == 0 {
+		return fail("check read-only", path, unix.EROFS)
+	}
+	return nil
+}
+
+// makeTarget creates the mount point dst inside the new root: a directory,
+// or an empty file for a file bind.
+func makeTarget(dst string, dir bool) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil // already there (a /proc entry being masked or rebound)
+	}
+	if dir {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return fail("mkdir", dst, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fail("mkdir", filepath.Dir(dst), err)
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW, 0o444)
+	if err != nil {
+		return fail("create mount point", dst, err)
+	}
+	return f.Close()
+}

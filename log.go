@@ -1,0 +1,88 @@
+package ward
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// logger prints what ward itself says on stderr: in normal mode one line on
+// a limit violation; in verbose mode the seed's [SANDBOX] lines too.
+type logger struct {
+	w       io.Writer
+	verbose bool
+	cfg     Config
+}
+
+func newLogger(cfg Config) *logger {
+	w := cfg.LogWriter
+	if cfg.Log == LogQuiet {
+		w = nil
+	}
+	return &logger{w: w, verbose: cfg.Log == LogVerbose, cfg: cfg}
+}
+
+func (l *logger) v(format string, a ...any) {
+	if l.w != nil && l.verbose {
+		fmt.Fprintf(l.w, "[SANDBOX] "+format+"\n", a...)
+	}
+}
+
+func (l *logger) before(cfg Config) {
+	l.v("Starting with profile: %s", cfg.Profile)
+	if cfg.TimeLimit > 0 {
+		l.v("Time limit: %s", FormatDuration(cfg.TimeLimit))
+	} else {
+		l.v("Time limit: none")
+	}
+	l.v("File descriptors: %d", cfg.FileDescriptors)
+	if cfg.Network == NetworkHost {
+		l.v("Network: host (no network isolation)")
+	} else {
+		l.v("Network: denied")
+	}
+	l.v("Filesystem: read-only (writable: /tmp, /home/%s)", SandboxUser)
+	l.v("Running: %s", strings.Join(cfg.Args, " "))
+}
+
+func (l *logger) after(r *Result) {
+	if l.w == nil {
+		return
+	}
+	switch r.Status {
+	case StatusTimeout, StatusCPUTimeout, StatusMemory:
+		if r.Error != nil {
+			fmt.Fprintf(l.w, "ward: %s\n", *r.Error)
+		}
+	}
+	if !l.verbose {
+		return
+	}
+	steps := make([]string, 0, len(r.SetupMs))
+	for k, v := range r.SetupMs {
+		if k != "total" {
+			steps = append(steps, fmt.Sprintf("%s %.2fms", k, v))
+		}
+	}
+	sort.Strings(steps)
+	l.v("Setup: %.2fms (%s)", r.SetupMs["total"], strings.Join(steps, ", "))
+	if r.CPUTimeMs != nil {
+		pct := 0.0
+		if r.WallTimeMs > 0 {
+			pct = *r.CPUTimeMs / r.WallTimeMs * 100
+		}
+		l.v("CPU time: %.3fs (%.1f%%)", *r.CPUTimeMs/1000, pct)
+	}
+	if r.MaxRSSBytes != nil {
+		l.v("Memory: %s (largest process)", formatBytes(*r.MaxRSSBytes))
+	}
+	switch r.Status {
+	case StatusSignaled:
+		l.v("Exit: %d (killed by signal %d)", r.WardExitCode, *r.Signal)
+	case StatusExited:
+		l.v("Exit: %d", r.WardExitCode)
+	default:
+		l.v("Exit: %d (%s)", r.WardExitCode, r.Status)
+	}
+}

@@ -1,0 +1,195 @@
+package nsexec
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// HostUIDBase is the host uid that root inside the sandbox's user namespace
+// maps to; inside uids 0..65535 map to HostUIDBase+0..65535. The sandbox
+// user (uid 1000 inside) is host uid HostUIDBase+1000: a uid that owns
+// nothing on the host, and never host root.
+const HostUIDBase = 1_000_000_000
+
+// IDRange is how many uids/gids the sandbox's user namespace maps.
+const IDRange = 65536
+
+// Stdio are the init's (and so the program's) standard streams. An
+// *os.File is passed straight through; any other reader or writer is
+// copied through a pipe.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Options say how to clone the init.
+type Options struct {
+	HostNetwork bool // share the host's network namespace
+	TTY         bool // keep the caller's session (no setsid)
+}
+
+// Sandbox is a started init, seen from the parent.
+type Sandbox struct {
+	cmd    *exec.Cmd
+	conn   *os.File
+	msgs   chan Msg
+	waited chan struct{}
+	exit   *Exit
+	// Steps are the init's setup step timings, once ready.
+	Steps []StepTime
+}
+
+// Start clones /proc/self/exe as the sandbox init in new user, mount, PID,
+// IPC, UTS, cgroup (and unless opt.HostNetwork, network) namespaces and
+// sends it the spec. It returns once the init runs; WaitStarted says
+// whether setup succeeded.
+func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, &SetupError{Step: "socketpair", Errno: errno(err), Msg: err.Error()}
+	}
+	parent := os.NewFile(uintptr(fds[0]), "ward-parent")
+	child := os.NewFile(uintptr(fds[1]), "ward-child")
+	defer child.Close()
+
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	if !opt.HostNetwork {
+		flags |= unix.CLONE_NEWNET
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"ward", initArg},
+		Env:        []string{}, // the init needs none; the program's comes in the spec
+		Dir:        "/",
+		Stdin:      stdio.Stdin,
+		Stdout:     stdio.Stdout,
+		Stderr:     stdio.Stderr,
+		ExtraFiles: []*os.File{child}, // fd 3
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: HostUIDBase, Size: IDRange}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: HostUIDBase, Size: IDRange}},
+			GidMappingsEnableSetgroups: true, // the init must drop the caller's groups
+			// Become uid 0 of the new namespace before exec: host root is
+			// unmapped there, and only a mapped root keeps its capabilities
+			// across execve. Empty Groups drops the caller's groups.
+			Credential: &syscall.Credential{Uid: 0, Gid: 0},
+			Pdeathsig:                  syscall.SIGKILL,
+			Setsid:                     !opt.TTY,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		parent.Close()
+		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
+	}
+	sb := &Sandbox{cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
+	go sb.readMsgs()
+	if err := json.NewEncoder(parent).Encode(Msg{Type: MsgConfig, Spec: spec}); err != nil {
+		sb.Kill()
+		_, _ = sb.Wait()
+		return nil, &SetupError{Step: "send-config", Errno: errno(err), Msg: err.Error()}
+	}
+	return sb, nil
+}
+
+func (sb *Sandbox) readMsgs() {
+	defer close(sb.msgs)
+	dec := json.NewDecoder(bufio.NewReader(sb.conn))
+	for {
+		var m Msg
+		if err := dec.Decode(&m); err != nil {
+			return
+		}
+		sb.msgs <- m
+	}
+}
+
+// Pid is the init's pid on the host.
+func (sb *Sandbox) Pid() int { return sb.cmd.Process.Pid }
+
+// WaitStarted waits until the program runs and returns its pid inside the
+// sandbox, or a *SetupError (setup failed: the init has exited) or an
+// *ExecError (the program could not be executed).
+func (sb *Sandbox) WaitStarted() (int, error) {
+	for m := range sb.msgs {
+		switch m.Type {
+		case MsgReady:
+			sb.Steps = m.Steps
+		case MsgStarted:
+			return m.Pid, nil
+		case MsgError:
+			return 0, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}
+		case MsgExecError:
+			return 0, &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
+		}
+	}
+	// The init died without a word: report how.
+	_, err := sb.Wait()
+	msg := "the sandbox init exited during setup"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return 0, &SetupError{Step: "init", Msg: msg}
+}
+
+// Signal sends sig to the init, which relays the forwarded signals to the
+// program.
+func (sb *Sandbox) Signal(sig os.Signal) error { return sb.cmd.Process.Signal(sig) }
+
+// Kill ends the sandbox: SIGKILL to the init tears down its PID namespace,
+// and every process in it dies with it.
+func (sb *Sandbox) Kill() { _ = sb.cmd.Process.Kill() }
+
+// ErrNoExit means the init died without reporting the program's end (it
+// was killed, or crashed).
+var ErrNoExit = errors.New("the sandbox ended without reporting an exit")
+
+// Wait waits for the init to end and returns the program's Exit as the
+// init reported it. Once Wait returns, no process of the sandbox is left
+// and its streams are drained. It may be called more than once.
+func (sb *Sandbox) Wait() (*Exit, error) {
+	for m := range sb.msgs {
+		if m.Type == MsgExit {
+			sb.exit = m.Exit
+		}
+	}
+	select {
+	case <-sb.waited:
+	default:
+		_ = sb.cmd.Wait()
+		sb.conn.Close()
+		close(sb.waited)
+	}
+	ex := sb.exit
+	if ex == nil {
+		return nil, fmt.Errorf("%w (init: %v)", ErrNoExit, sb.cmd.ProcessState)
+	}
+	return ex, nil
+}
+
+// Rusage is the init's own resource use including every process it reaped
+// (valid after Wait).
+func (sb *Sandbox) Rusage() *syscall.Rusage {
+	if sb.cmd.ProcessState == nil {
+		return nil
+	}
+	ru, _ := sb.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return ru
+}
+
+func errno(err error) syscall.Errno {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	return 0
+}

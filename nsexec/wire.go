@@ -1,0 +1,142 @@
+// Package nsexec starts the sandbox: the parent side clones /proc/self/exe
+// into new namespaces and supervises it; the child side is the init (PID 1
+// of the sandbox) that builds the root, drops privileges and runs the
+// program.
+//
+// # Protocol
+//
+// The two sides talk over a unix stream socketpair, inherited by the init as
+// fd 3, one JSON Msg per line:
+//
+//	direction      type        when                           carries
+//	parent->init   config      right after clone              Spec
+//	init->parent   error       a setup step failed (exit 71)  Step, Path, Errno, Message
+//	init->parent   ready       every setup step done          Steps (timings)
+//	init->parent   exec_error  the program could not be exec'd Path, Errno
+//	init->parent   started     the program runs               Pid (inside)
+//	init->parent   exit        the program ended              Exit
+//
+// After "error", "exec_error" or "exit" the init exits; its death ends the
+// PID namespace and with it every process of the sandbox. If the parent
+// dies, the init sees EOF on fd 3 (and PR_SET_PDEATHSIG) and exits too.
+package nsexec
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/wardbox/ward/fs"
+)
+
+// Message types.
+const (
+	MsgConfig    = "config"
+	MsgError     = "error"
+	MsgReady     = "ready"
+	MsgExecError = "exec_error"
+	MsgStarted   = "started"
+	MsgExit      = "exit"
+)
+
+// Spec is everything the init needs, fully resolved by the parent.
+type Spec struct {
+	Args     []string `json:"args"`
+	Env      []string `json:"env"`
+	Dir      string   `json:"dir"`
+	Hostname string   `json:"hostname"`
+	Plan     *fs.Plan `json:"plan"`
+	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
+	LoopbackUp bool   `json:"lo"`
+	UID        int    `json:"uid"`
+	GID        int    `json:"gid"`
+	NoFile     uint64 `json:"nofile"`
+	// TTY: the program stays in the caller's session and process group.
+	TTY bool `json:"tty"`
+}
+
+// Exit is how the program ended, with the resource use of every process
+// the init reaped.
+type Exit struct {
+	Code     int     `json:"code"`   // exit code when it exited, else -1
+	Signal   int     `json:"signal"` // the signal that killed it, else 0
+	UserUs   int64   `json:"user_us"`
+	SysUs    int64   `json:"sys_us"`
+	MaxRSSKB int64   `json:"maxrss_kb"`
+	Reaped   int     `json:"reaped"`
+}
+
+// StepTime is how long one setup step took in the init.
+type StepTime struct {
+	Step string `json:"step"`
+	Us   int64  `json:"us"`
+}
+
+// Msg is one line of the protocol.
+type Msg struct {
+	Type    string     `json:"type"`
+	Spec    *Spec      `json:"spec,omitempty"`
+	Step    string     `json:"step,omitempty"`
+	Path    string     `json:"path,omitempty"`
+	Errno   int        `json:"errno,omitempty"`
+	Message string     `json:"msg,omitempty"`
+	Pid     int        `json:"pid,omitempty"`
+	Exit    *Exit      `json:"exit,omitempty"`
+	Steps   []StepTime `json:"steps,omitempty"`
+}
+
+// SetupError is a failed setup step, on either side of the fork.
+type SetupError struct {
+	Step  string
+	Path  string
+	Errno syscall.Errno
+	Msg   string
+}
+
+func (e *SetupError) Error() string {
+	s := e.Step + ": " + e.Msg
+	if hint := hintFor(e); hint != "" {
+		s += " (" + hint + ")"
+	}
+	return s
+}
+
+// Unwrap lets errors.Is(err, syscall.EPERM) and friends work.
+func (e *SetupError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
+
+// ExecError is a program that could not be started: not found (127) or not
+// executable (126).
+type ExecError struct {
+	Path  string
+	Errno syscall.Errno
+}
+
+func (e *ExecError) Error() string {
+	if e.Errno == syscall.ENOENT {
+		return fmt.Sprintf("%s: command not found", e.Path)
+	}
+	return fmt.Sprintf("%s: cannot execute: %v", e.Path, e.Errno)
+}
+
+// ExitCode is the shell's convention: 127 not found, 126 not executable.
+func (e *ExecError) ExitCode() int {
+	if e.Errno == syscall.ENOENT {
+		return 127
+	}
+	return 126
+}
+
+// hintFor tells the operator what to do about the usual setup failures.
+func hintFor(e *SetupError) string {
+	switch {
+	case e.Step == "clone" && (e.Errno == syscall.EPERM || e.Errno == syscall.ENOSPC || e.Errno == syscall.EINVAL):
+		return "run ward as root on a kernel with user, PID and mount namespaces; check sysctl user.max_user_namespaces > 0"
+	case e.Errno == syscall.EPERM || e.Errno == syscall.EACCES:
+		return "ward needs root (CAP_SYS_ADMIN) on the host"
+	}
+	return ""
+}

@@ -1,0 +1,137 @@
+package ward
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status says how a run ended (DESIGN.md section 4).
+const (
+	StatusExited     = "exited"      // the program exited by itself
+	StatusSignaled   = "signaled"    // the program was killed by a signal
+	StatusTimeout    = "timeout"     // the wall-clock limit was reached
+	StatusCPUTimeout = "cpu_timeout" // the CPU time limit was reached
+	StatusMemory     = "memory"      // the memory limit was reached
+	StatusSetupError = "setup_error" // the sandbox could not be built
+)
+
+// Exit codes of `ward run` besides the program's own (DESIGN.md section 1).
+const (
+	ExitTimeout       = 124
+	ExitMemory        = 125
+	ExitNotExecutable = 126
+	ExitNotFound      = 127
+	ExitUsage         = 2
+	ExitSetup         = 71
+)
+
+// Result is what happened to one run. Every figure ward cannot know (yet)
+// is nil and appears as null in JSON: fields never silently go missing.
+type Result struct {
+	Status string `json:"status"`
+	// ExitCode is the program's exit code when Status is "exited".
+	ExitCode *int `json:"exit_code"`
+	// Signal is the signal number that killed the program when Status is
+	// "signaled".
+	Signal *int `json:"signal"`
+	// WardExitCode is what `ward run` exits with for this result.
+	WardExitCode int `json:"ward_exit_code"`
+
+	WallTimeMs      float64  `json:"wall_time_ms"`
+	CPUTimeMs       *float64 `json:"cpu_time_ms"`
+	UserTimeMs      *float64 `json:"user_time_ms"`
+	SysTimeMs       *float64 `json:"sys_time_ms"`
+	MemoryPeakBytes *int64   `json:"memory_peak_bytes"`
+	// MaxRSSBytes is the largest resident set of any single process of the
+	// sandbox (from rusage), not the sandbox's total.
+	MaxRSSBytes    *int64   `json:"max_rss_bytes"`
+	CPUThrottledMs *float64 `json:"cpu_throttled_ms"`
+	ProcessesPeak  *int     `json:"processes_peak"`
+
+	Stdout          *string `json:"stdout,omitempty"`
+	Stderr          *string `json:"stderr,omitempty"`
+	StdoutTruncated bool    `json:"stdout_truncated"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+
+	Network []NetworkEvent `json:"network"`
+	Limits  Limits         `json:"limits"`
+	// SetupMs is the time each setup step took, by step name; "total" is
+	// from ward's start of the launch to the program's start.
+	SetupMs map[string]float64 `json:"setup_ms"`
+	Error   *string            `json:"error"`
+}
+
+// NetworkEvent is one network attempt (filled from issue 6 on).
+type NetworkEvent struct {
+	TimeMs float64 `json:"time_ms"`
+	Host   string  `json:"host"`
+	Port   int     `json:"port"`
+	Action string  `json:"action"`
+	Reason string  `json:"reason"`
+}
+
+// Limits echoes the limits the run had; nil means none (or not enforced).
+type Limits struct {
+	TimeLimitMs      *int64 `json:"time_limit_ms"`
+	CPUTimeLimitMs   *int64 `json:"cpu_time_limit_ms"`
+	MemoryLimitBytes *int64 `json:"memory_limit_bytes"`
+	CPULimitPercent  *int   `json:"cpu_limit_percent"`
+	Processes        *int   `json:"processes"`
+	FileDescriptors  *int   `json:"file_descriptors"`
+	MaxFileSizeBytes *int64 `json:"max_file_size_bytes"`
+	OutputLimitBytes *int64 `json:"output_limit_bytes"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// FormatDuration prints a duration the way a user writes it: "1s", "100ms",
+// "2m", "1m30s" (never "2m0s").
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// exitCodeFor maps a result to ward's own exit status.
+func exitCodeFor(r *Result) int {
+	switch r.Status {
+	case StatusTimeout, StatusCPUTimeout:
+		return ExitTimeout
+	case StatusMemory:
+		return ExitMemory
+	case StatusSetupError:
+		return ExitSetup
+	case StatusSignaled:
+		if r.Signal != nil {
+			return 128 + *r.Signal
+		}
+		return 128 + 9
+	}
+	if r.ExitCode != nil {
+		return *r.ExitCode
+	}
+	return ExitSetup
+}
+
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	f, u := float64(n), "B"
+	for _, s := range []string{"K", "M", "G", "T"} {
+		if f < unit {
+			break
+		}
+		f, u = f/unit, s
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + u
+}
