@@ -83,8 +83,8 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 			// unmapped there, and only a mapped root keeps its capabilities
 			// across execve. Empty Groups drops the caller's groups.
 			Credential: &syscall.Credential{Uid: 0, Gid: 0},
-			Pdeathsig:                  syscall.SIGKILL,
-			Setsid:                     !opt.TTY,
+			Pdeathsig:  syscall.SIGKILL,
+			Setsid:     !opt.TTY,
 		},
 	}
 	if err := cmd.Start(); err != nil {

@@ -57,12 +57,12 @@ type Spec struct {
 // Exit is how the program ended, with the resource use of every process
 // the init reaped.
 type Exit struct {
-	Code     int     `json:"code"`   // exit code when it exited, else -1
-	Signal   int     `json:"signal"` // the signal that killed it, else 0
-	UserUs   int64   `json:"user_us"`
-	SysUs    int64   `json:"sys_us"`
-	MaxRSSKB int64   `json:"maxrss_kb"`
-	Reaped   int     `json:"reaped"`
+	Code     int   `json:"code"`   // exit code when it exited, else -1
+	Signal   int   `json:"signal"` // the signal that killed it, else 0
+	UserUs   int64 `json:"user_us"`
+	SysUs    int64 `json:"sys_us"`
+	MaxRSSKB int64 `json:"maxrss_kb"`
+	Reaped   int   `json:"reaped"`
 }
 
 // StepTime is how long one setup step took in the init.
