@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/wardbox/ward"
@@ -61,7 +62,13 @@ func newRunCmd() *cobra.Command {
 	}
 	// Everything after COMMAND belongs to COMMAND.
 	cmd.Flags().SetInterspersed(false)
-	fl := cmd.Flags()
+	bindRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// bindRunFlags declares the flags of `ward run` (DESIGN.md section 1; each
+// later issue adds its own here) on fl, storing into f.
+func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
 	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
@@ -72,7 +79,6 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.outputLimit, "output-limit", "1M", "most bytes kept of each captured stream")
 	fl.StringVar(&f.sandboxLog, "sandbox-log", ward.LogNormal, "what ward prints on stderr: quiet, normal or verbose")
 	fl.BoolVar(&f.tty, "tty", false, "let the program use the caller's terminal (only when stdin is a tty)")
-	return cmd
 }
 
 // toConfig validates every flag value; an error names the flag and value.
