@@ -48,7 +48,7 @@ unit: deps
 
 # Black-box tests of bin/ward as root (they skip, saying why, when not root).
 integration: build
-	$(GO) test -count=1 -timeout 20m ./integration/...
+	$(GO) test -count=1 -timeout 20m ./integration
 
 test: build lint unit integration
 

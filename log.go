@@ -33,8 +33,6 @@ func (l *logger) before(cfg Config) {
 	l.v("Starting with profile: %s", cfg.Profile)
 	if cfg.TimeLimit > 0 {
 		l.v("Time limit: %s", FormatDuration(cfg.TimeLimit))
-	} else {
-		l.v("Time limit: none")
 	}
 	l.v("File descriptors: %d", cfg.FileDescriptors)
 	if cfg.Network == NetworkHost {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -21,6 +22,9 @@ import (
 
 // initArg is argv[1] of the re-executed binary when it is the sandbox init.
 const initArg = "init"
+
+// initName is the init's comm, NUL-terminated.
+var initName = []byte("ward-init\x00")
 
 // initFd is the protocol socket in the init.
 const initFd = 3
@@ -84,6 +88,8 @@ var initSteps = []initStep{
 // the program's end, 71 after reporting a setup failure, 127/126 when the
 // program cannot be executed.
 func RunInit() {
+	// Name the init for ps inside and on the host ("exe" otherwise).
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initName[0])), 0, 0, 0)
 	conn := os.NewFile(initFd, "ward-init")
 	s := &initState{conn: conn, enc: json.NewEncoder(conn)}
 	var m Msg
