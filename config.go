@@ -32,10 +32,14 @@ const (
 const (
 	DefaultWorkdir         = "/home/sandbox"
 	DefaultFileDescriptors = 1024
+	DefaultProcesses       = 256
 	DefaultOutputLimit     = 1 << 20
 	DefaultTmpSize         = 256 << 20 // /tmp tmpfs size
 	DefaultHomeSize        = 64 << 20  // /home/sandbox tmpfs size
 	DefaultScratchInodes   = 16384     // inode cap of each scratch tmpfs
+	// MinMemoryLimit: below this even the program's exec cannot succeed,
+	// and the result would be an OOM that says nothing about the program.
+	MinMemoryLimit = 1 << 20
 )
 
 // Config is everything that decides one sandbox. The CLI builds it from
@@ -54,8 +58,23 @@ type Config struct {
 	Network string
 	// TimeLimit is the wall-clock limit of the program; 0 means none.
 	TimeLimit time.Duration
+	// CPUTimeLimit is the CPU time of the whole sandbox (every process and
+	// thread, from its cgroup); 0 means none.
+	CPUTimeLimit time.Duration
+	// MemoryLimit is the memory of the whole sandbox in bytes, swap
+	// included (no swap beyond it); 0 means none.
+	MemoryLimit int64
+	// CPULimit is the share of one CPU in percent (50 = half a core, 200 =
+	// two); 0 means none.
+	CPULimit int
+	// Processes is the most tasks (processes and threads) of the program
+	// alive at once; 0 means DefaultProcesses. ward's init is not counted.
+	Processes int
 	// FileDescriptors is RLIMIT_NOFILE; 0 means DefaultFileDescriptors.
 	FileDescriptors int
+	// MaxFileSize is RLIMIT_FSIZE in bytes: a larger write fails with
+	// EFBIG; 0 means none.
+	MaxFileSize int64
 	// Profile names the profile these values came from (for logs/reports).
 	Profile string
 	// TTY keeps the program in the caller's session so it can use the
@@ -102,6 +121,9 @@ func (c Config) withDefaults() Config {
 	if c.FileDescriptors == 0 {
 		c.FileDescriptors = DefaultFileDescriptors
 	}
+	if c.Processes == 0 {
+		c.Processes = DefaultProcesses
+	}
 	if c.OutputLimit == 0 {
 		c.OutputLimit = DefaultOutputLimit
 	}
@@ -135,6 +157,21 @@ func (c Config) Validate() error {
 	}
 	if c.TimeLimit < 0 {
 		return &ConfigError{Key: "time-limit", Value: c.TimeLimit.String(), Reason: "must be positive"}
+	}
+	if c.CPUTimeLimit < 0 {
+		return &ConfigError{Key: "cpu-time-limit", Value: c.CPUTimeLimit.String(), Reason: "must be positive"}
+	}
+	if c.MemoryLimit < 0 || (c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit) {
+		return &ConfigError{Key: "memory-limit", Value: FormatSize(c.MemoryLimit), Reason: "want at least " + FormatSize(MinMemoryLimit)}
+	}
+	if c.CPULimit < 0 || c.CPULimit > 100*1024 {
+		return &ConfigError{Key: "cpu-limit", Value: fmt.Sprint(c.CPULimit), Reason: "want a percentage of one CPU from 1 to 102400"}
+	}
+	if c.Processes < 1 || c.Processes > 1<<22 {
+		return &ConfigError{Key: "processes", Value: fmt.Sprint(c.Processes), Reason: "want a number from 1 to 4194304"}
+	}
+	if c.MaxFileSize < 0 {
+		return &ConfigError{Key: "max-file-size", Value: fmt.Sprint(c.MaxFileSize), Reason: "must not be negative"}
 	}
 	if c.FileDescriptors < 4 || c.FileDescriptors > 1<<20 {
 		return &ConfigError{Key: "file-descriptors", Value: fmt.Sprint(c.FileDescriptors), Reason: "want a number from 4 to 1048576"}

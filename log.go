@@ -34,7 +34,20 @@ func (l *logger) before(cfg Config) {
 	if cfg.TimeLimit > 0 {
 		l.v("Time limit: %s", FormatDuration(cfg.TimeLimit))
 	}
+	if cfg.CPUTimeLimit > 0 {
+		l.v("CPU time limit: %s", FormatDuration(cfg.CPUTimeLimit))
+	}
+	if cfg.MemoryLimit > 0 {
+		l.v("Memory limit: %s", FormatSize(cfg.MemoryLimit))
+	}
+	if cfg.CPULimit > 0 {
+		l.v("CPU limit: %d%%", cfg.CPULimit)
+	}
+	l.v("Processes: %d", cfg.Processes)
 	l.v("File descriptors: %d", cfg.FileDescriptors)
+	if cfg.MaxFileSize > 0 {
+		l.v("Max file size: %s", FormatSize(cfg.MaxFileSize))
+	}
 	if cfg.Network == NetworkHost {
 		l.v("Network: host (no network isolation)")
 	} else {
@@ -72,8 +85,19 @@ func (l *logger) after(r *Result) {
 		}
 		l.v("CPU time: %.3fs (%.1f%%)", *r.CPUTimeMs/1000, pct)
 	}
-	if r.MaxRSSBytes != nil {
+	switch {
+	case r.MemoryPeakBytes != nil && l.cfg.MemoryLimit > 0:
+		l.v("Memory: %s (%.0f%%)", formatBytes(*r.MemoryPeakBytes), float64(*r.MemoryPeakBytes)/float64(l.cfg.MemoryLimit)*100)
+	case r.MemoryPeakBytes != nil:
+		l.v("Memory: %s", formatBytes(*r.MemoryPeakBytes))
+	case r.MaxRSSBytes != nil:
 		l.v("Memory: %s (largest process)", formatBytes(*r.MaxRSSBytes))
+	}
+	if r.ProcessesPeak != nil {
+		l.v("Processes: %d at most", *r.ProcessesPeak)
+	}
+	if l.cfg.CPULimit > 0 && r.CPUThrottledMs != nil && *r.CPUThrottledMs > 0 {
+		l.v("Warning: CPU usage throttled to %d%% (%.0fms throttled)", l.cfg.CPULimit, *r.CPUThrottledMs)
 	}
 	switch r.Status {
 	case StatusSignaled:

@@ -48,6 +48,11 @@ type Result struct {
 	MaxRSSBytes    *int64   `json:"max_rss_bytes"`
 	CPUThrottledMs *float64 `json:"cpu_throttled_ms"`
 	ProcessesPeak  *int     `json:"processes_peak"`
+	// OOMKilled says whether the kernel killed a process of the sandbox for
+	// memory (the cgroup's oom_kill count), whatever the status.
+	OOMKilled *bool `json:"oom_killed"`
+	// csw are the voluntary and forced context switches (for --meta).
+	csw [2]int64
 
 	Stdout          *string `json:"stdout,omitempty"`
 	Stderr          *string `json:"stderr,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/nsexec"
 )
@@ -33,8 +34,11 @@ const setupTimeout = 30 * time.Second
 // /proc/self/exe for that), Init runs it and never returns. Otherwise it
 // returns at once.
 func Init() {
-	if nsexec.IsInit() {
+	switch {
+	case nsexec.IsInit():
 		nsexec.RunInit()
+	case nsexec.IsGate():
+		nsexec.RunGate()
 	}
 }
 
@@ -72,7 +76,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		stdio.Stdout, stdio.Stderr = stdout, stderr
 	}
 
-	sb, err := nsexec.Start(spec, stdio, nsexec.Options{HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY})
+	// The cgroup exists before any process of the sandbox does; the
+	// program's process joins it before it runs any of its code.
+	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
+	if err != nil {
+		return failSetup(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
+	}
+	defer func() {
+		_ = cg.Kill()
+		if err := cg.Destroy(); err != nil && cfg.LogWriter != nil {
+			fmt.Fprintf(cfg.LogWriter, "ward: remove cgroup: %v (ward clean removes it later)\n", err)
+		}
+	}()
+
+	procs, err := cg.OpenProcs()
+	if err != nil {
+		return failSetup(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
+	}
+	spec.CgroupFDs = len(procs)
+	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs,
+	})
+	for _, f := range procs {
+		f.Close() // the init has its own copies
+	}
 	if err != nil {
 		return failSetup(res, err)
 	}
@@ -105,68 +132,142 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return failSetup(res, err)
 	}
 
-	// The program runs: supervise it until it ends.
-	tStart := time.Now()
-	done := make(chan struct{})
-	var ex *nsexec.Exit
-	go func() { ex, _ = sb.Wait(); close(done) }()
-	var deadline <-chan time.Time
-	if cfg.TimeLimit > 0 {
-		timer := time.NewTimer(cfg.TimeLimit)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	var ctxErr error
-	timedOut := false
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case sig := <-sigs:
-			_ = sb.Signal(sig)
-		case <-deadline:
-			timedOut = true
-			sb.Kill()
-		case <-ctx.Done():
-			ctxErr = ctx.Err()
-			sb.Kill()
-			ctx = context.Background() // stop selecting on it
-		}
-	}
-	res.WallTimeMs = ms(time.Since(tStart))
-
-	switch {
-	case ex != nil: // the program ended by itself (even if a kill raced it)
-		setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
-		if ex.Signal != 0 {
-			res.Status, res.Signal = StatusSignaled, ptr(ex.Signal)
-		} else {
-			res.Status, res.ExitCode = StatusExited, ptr(ex.Code)
-		}
-	case timedOut:
-		res.Status = StatusTimeout
-		res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(cfg.TimeLimit)))
-	default:
-		res.Status, res.Signal = StatusSignaled, ptr(int(syscall.SIGKILL))
-		msg := "the sandbox was killed"
-		if ctxErr != nil {
-			msg += ": " + ctxErr.Error()
-		}
-		res.Error = ptr(msg)
-	}
-	if ex == nil {
-		if ru := sb.Rusage(); ru != nil {
-			setUsage(res, ru.Utime.Sec*1e6+ru.Utime.Usec, ru.Stime.Sec*1e6+ru.Stime.Usec, ru.Maxrss)
-		}
-	}
+	sv := supervise(ctx, cfg, sb, cg, sigs)
+	res.WallTimeMs = ms(sv.wall)
+	judge(res, cfg, sb, cg, sv)
 	if stdout != nil {
 		res.Stdout, res.StdoutTruncated = ptr(stdout.String()), stdout.truncated
 		res.Stderr, res.StderrTruncated = ptr(stderr.String()), stderr.truncated
 	}
 	res.WardExitCode = exitCodeFor(res)
 	log.after(res)
-	return res, ctxErr
+	return res, sv.ctxErr
+}
+
+// supervision is what happened while the program ran.
+type supervision struct {
+	ex        *nsexec.Exit // as the init reported it; nil if the init was killed
+	wall      time.Duration
+	timedOut  bool // the wall-clock limit was reached
+	cpuKilled bool // the CPU time limit was reached
+	pidsPeak  int64
+	ctxErr    error
+}
+
+// supervise waits for the program's end while relaying signals, enforcing
+// the wall-clock limit, and polling the cgroup's CPU time (and task count)
+// for the CPU time limit.
+func supervise(ctx context.Context, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sigs chan os.Signal) supervision {
+	var sv supervision
+	tStart := time.Now()
+	done := make(chan struct{})
+	go func() { sv.ex, _ = sb.Wait(); close(done) }()
+	var deadline <-chan time.Time
+	if cfg.TimeLimit > 0 {
+		timer := time.NewTimer(cfg.TimeLimit)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	// Poll often enough to stop within ~10 ms of a CPU time limit; without
+	// one, only sample the task count for processes_peak.
+	every := 50 * time.Millisecond
+	if cfg.CPUTimeLimit > 0 {
+		every = 10 * time.Millisecond
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	sample := func() {
+		if n, err := cg.PidsCurrent(); err == nil {
+			sv.pidsPeak = max(sv.pidsPeak, n)
+		}
+		if cfg.CPUTimeLimit > 0 && !sv.cpuKilled {
+			if used, err := cg.CPUUsage(); err == nil && used >= cfg.CPUTimeLimit {
+				sv.cpuKilled = true
+				sb.Kill()
+			}
+		}
+	}
+	sample()
+	for {
+		select {
+		case <-done:
+			sv.wall = time.Since(tStart)
+			return sv
+		case sig := <-sigs:
+			_ = sb.Signal(sig)
+		case <-tick.C:
+			sample()
+		case <-deadline:
+			sv.timedOut = true
+			sb.Kill()
+		case <-ctx.Done():
+			sv.ctxErr = ctx.Err()
+			sb.Kill()
+			ctx = context.Background() // stop selecting on it
+		}
+	}
+}
+
+// judge fills the result's status and figures: the limit ward enforced
+// first, then the kernel's verdicts (OOM kill, RLIMIT_CPU), then the
+// program's own end.
+func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv supervision) {
+	st, stErr := cg.Stats()
+	ex := sv.ex
+	if ex != nil {
+		setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
+		res.csw = [2]int64{ex.NVCSw, ex.NIVCSw}
+	} else if ru := sb.Rusage(); ru != nil {
+		setUsage(res, ru.Utime.Sec*1e6+ru.Utime.Usec, ru.Stime.Sec*1e6+ru.Stime.Usec, ru.Maxrss)
+	}
+	if stErr == nil {
+		// The cgroup's figures are of the program's processes only, all of
+		// them, even those the init never reaped.
+		res.CPUTimeMs, res.UserTimeMs, res.SysTimeMs = ptr(ms(st.CPU)), ptr(ms(st.User)), ptr(ms(st.Sys))
+		if st.MemoryPeak >= 0 {
+			res.MemoryPeakBytes = ptr(st.MemoryPeak)
+		}
+		res.CPUThrottledMs = ptr(ms(st.Throttled))
+		res.ProcessesPeak = ptr(int(max(st.PidsPeak, sv.pidsPeak, 1)))
+		res.OOMKilled = ptr(st.OOMKills > 0)
+	}
+	cpuOver := cfg.CPUTimeLimit > 0 && stErr == nil && st.CPU >= cfg.CPUTimeLimit
+	switch {
+	case sv.timedOut && ex == nil:
+		res.Status = StatusTimeout
+		res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(cfg.TimeLimit)))
+	case sv.cpuKilled && ex == nil, ex != nil && cpuOver && (ex.Signal == int(syscall.SIGXCPU) || ex.Signal == int(syscall.SIGKILL)):
+		res.Status = StatusCPUTimeout
+		res.Error = ptr(fmt.Sprintf("execution exceeded CPU time limit (%s)", FormatDuration(cfg.CPUTimeLimit)))
+	case stErr == nil && st.OOMKills > 0 && (ex == nil || ex.Signal != 0 || ex.Code != 0):
+		res.Status = StatusMemory
+		res.Error = ptr(fmt.Sprintf("memory limit exceeded (%s)", FormatSize(cfg.MemoryLimit)))
+	case ex != nil && ex.Signal != 0:
+		res.Status, res.Signal = StatusSignaled, ptr(ex.Signal)
+	case ex != nil:
+		res.Status, res.ExitCode = StatusExited, ptr(ex.Code)
+	default:
+		res.Status, res.Signal = StatusSignaled, ptr(int(syscall.SIGKILL))
+		msg := "the sandbox was killed"
+		if sv.ctxErr != nil {
+			msg += ": " + sv.ctxErr.Error()
+		}
+		res.Error = ptr(msg)
+	}
+	if ex != nil && res.Status != StatusExited && res.Status != StatusSignaled {
+		// Keep how the program itself ended next to the verdict.
+		if ex.Signal != 0 {
+			res.Signal = ptr(ex.Signal)
+		}
+	}
+}
+
+func errnoOf(err error) syscall.Errno {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	return 0
 }
 
 func newResult(cfg Config) *Result {
@@ -175,6 +276,19 @@ func newResult(cfg Config) *Result {
 		r.Limits.TimeLimitMs = ptr(cfg.TimeLimit.Milliseconds())
 	}
 	r.Limits.FileDescriptors = ptr(cfg.FileDescriptors)
+	r.Limits.Processes = ptr(cfg.Processes)
+	if cfg.CPUTimeLimit > 0 {
+		r.Limits.CPUTimeLimitMs = ptr(cfg.CPUTimeLimit.Milliseconds())
+	}
+	if cfg.MemoryLimit > 0 {
+		r.Limits.MemoryLimitBytes = ptr(cfg.MemoryLimit)
+	}
+	if cfg.CPULimit > 0 {
+		r.Limits.CPULimitPercent = ptr(cfg.CPULimit)
+	}
+	if cfg.MaxFileSize > 0 {
+		r.Limits.MaxFileSizeBytes = ptr(cfg.MaxFileSize)
+	}
 	if cfg.Capture {
 		r.Limits.OutputLimitBytes = ptr(cfg.OutputLimit)
 	}
@@ -215,8 +329,21 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		UID:        SandboxUID,
 		GID:        SandboxGID,
 		NoFile:     uint64(cfg.FileDescriptors),
+		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
+		FileSize:   uint64(cfg.MaxFileSize),
 		TTY:        cfg.TTY,
 	}, nil
+}
+
+// rlimitCPU is RLIMIT_CPU's soft limit backing a CPU time limit: a second
+// past it, rounded up, so the supervisor's poll (exact, whole sandbox)
+// normally acts first and the rlimit (per process) only catches a missed
+// poll.
+func rlimitCPU(d time.Duration) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	return uint64((d+time.Second-1)/time.Second) + 1
 }
 
 // passedEnv are taken from the caller's environment (plus every WARD_*).

@@ -74,6 +74,10 @@ func TestMain(m *testing.M) {
 			len(before), len(after), strings.Join(newLines(before, after), "\n"))
 		code = 1
 	}
+	if left := wardCgroups("ward-"); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "integration: FAIL: ward cgroups left behind after the tests:\n%s\n", strings.Join(left, "\n"))
+		code = 1
+	}
 	if w := wardLines(after); len(w) > 0 {
 		fmt.Fprintf(os.Stderr, "integration: FAIL: host mountinfo mentions \"ward\" after the tests:\n%s\n", strings.Join(w, "\n"))
 		code = 1

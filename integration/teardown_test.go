@@ -15,6 +15,9 @@ func TestTeardownWardSIGKILLedKillsWholeSandbox(t *testing.T) {
 	}
 	u := uniqueArg()
 	killSurvivors(t, u)
+	// A SIGKILLed ward cannot remove its cgroup; ward clean does (tested in
+	// TestCleanRemovesStaleCgroupAfterSIGKILL).
+	t.Cleanup(func() { run(t, opts{}, "clean") })
 	p := startWard(t, opts{}, "run", "sleep", u)
 	if !waitForProc(u, "sleep", 10*time.Second) {
 		_ = p.cmd.Process.Kill()

@@ -15,8 +15,11 @@ import (
 // TestMain lets this test binary serve as the sandbox init: Start re-executes
 // /proc/self/exe, which here is the test binary.
 func TestMain(m *testing.M) {
-	if IsInit() {
+	switch {
+	case IsInit():
 		RunInit()
+	case IsGate():
+		RunGate()
 	}
 	os.Exit(m.Run())
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -20,20 +21,25 @@ import (
 	"github.com/wardbox/ward/netns"
 )
 
-// initArg is argv[1] of the re-executed binary when it is the sandbox init.
-const initArg = "init"
+// Arguments of the re-executed binary: "ward init" is PID 1 of the sandbox,
+// "ward gate" is the program's process until it execs the program.
+const (
+	initArg = "init"
+	gateArg = "gate"
+)
 
 // initName is the init's comm, NUL-terminated.
 var initName = []byte("ward-init\x00")
 
-// initFd is the protocol socket in the init.
-const initFd = 3
+// protoFd is the protocol socket in the init (to the parent) and in the
+// gate (to the init).
+const protoFd = 3
 
 func init() {
-	// The init's setup runs on the main goroutine, locked to the main
-	// thread: per-thread state it sets (capabilities, no_new_privs) is then
-	// the state of the thread that forks the program.
-	if IsInit() {
+	// Setup runs on the main goroutine, locked to the main thread: per-thread
+	// state (capabilities, no_new_privs) is then the state of the thread
+	// that forks or execs the program.
+	if IsInit() || IsGate() {
 		runtime.LockOSThread()
 	}
 }
@@ -43,85 +49,161 @@ func IsInit() bool {
 	return len(os.Args) == 2 && os.Args[1] == initArg && os.Getpid() == 1
 }
 
+// IsGate reports whether this process is a gate forked by the init.
+func IsGate() bool {
+	return len(os.Args) == 2 && os.Args[1] == gateArg && os.Getppid() == 1
+}
+
 // forwarded are relayed from the parent to the program.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-// initState is the child side: the socket to the parent and the spec.
-type initState struct {
+// proc is one side's state: the protocol socket and the spec.
+type proc struct {
 	conn  *os.File
 	enc   *json.Encoder
+	dec   *json.Decoder
 	spec  Spec
 	steps []StepTime
 }
 
-// initStep is one setup step run by the init, in order.
-type initStep struct {
-	name string
-	run  func(*initState) error
-	when func(*initState) bool
+func newProc() *proc {
+	conn := os.NewFile(protoFd, "ward-proto")
+	return &proc{conn: conn, enc: json.NewEncoder(conn), dec: json.NewDecoder(bufio.NewReader(conn))}
 }
 
-// initSteps is DESIGN.md section 5's setup order. Each name is what the
-// operator sees in "ward: <step>: <cause>".
-var initSteps = []initStep{
-	{name: "close-inherited-fds", run: (*initState).closeInheritedFds},
-	{name: "make-mounts-private", run: func(*initState) error { return fs.MakeMountsPrivate() }},
-	{name: "enter-new-root", run: func(*initState) error { return fs.EnterNewRoot() }},
-	{name: "build-root", run: func(s *initState) error { return fs.Build(s.spec.Plan) }},
-	{name: "detach-host-root", run: func(*initState) error { return fs.DetachOldRoot() }},
-	{name: "seal-root", run: func(*initState) error { return fs.SealRoot() }},
-	{name: "set-hostname", run: func(s *initState) error { return unix.Sethostname([]byte(s.spec.Hostname)) }},
-	{name: "loopback-up", run: func(*initState) error { return netns.LoopbackUp() }, when: func(s *initState) bool { return s.spec.LoopbackUp }},
-	{name: "set-rlimits", run: (*initState).setRlimits},
-	{name: "drop-bounding-set", run: func(*initState) error { return dropBoundingSet() }},
-	{name: "set-user", run: (*initState).setUser},
-	{name: "clear-capabilities", run: func(*initState) error { return clearCapabilities() }},
-	{name: "no-new-privs", run: func(*initState) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
-	{name: "non-dumpable", run: func(*initState) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
-	// set-user cleared the parent-death signal (the kernel does so on every
-	// credential change): set it again.
-	{name: "parent-death-signal", run: func(*initState) error { return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0) }},
-	{name: "enter-workdir", run: func(s *initState) error { return os.Chdir(s.spec.Dir) }},
+// step is one setup step, in order. Its name is what the operator sees in
+// "ward: <step>: <cause>".
+type step struct {
+	name string
+	run  func(*proc) error
+	when func(*proc) bool
+}
+
+// initSteps build the sandbox; they run in the init, which keeps its
+// capabilities (over the sandbox's own namespaces only) to serve the
+// sandbox for its whole life.
+var initSteps = []step{
+	{name: "close-inherited-fds", run: func(*proc) error { return closeInheritedFds() }},
+	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
+	{name: "enter-new-root", run: func(*proc) error { return fs.EnterNewRoot() }},
+	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
+	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
+	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }},
+	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
+	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
+	// Nobody inside may ptrace the init or read its memory through /proc.
+	{name: "non-dumpable", run: func(*proc) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
+}
+
+// gateSteps turn the gate into the program's process, in DESIGN.md
+// section 5's order; enterCgroup and exec follow at once.
+var gateSteps = []step{
+	{name: "set-rlimits", run: (*proc).setRlimits},
+	{name: "drop-bounding-set", run: func(*proc) error { return dropBoundingSet() }},
+	{name: "set-user", run: (*proc).setUser},
+	{name: "clear-capabilities", run: func(*proc) error { return clearCapabilities() }},
+	{name: "no-new-privs", run: func(*proc) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
+	{name: "enter-workdir", run: func(p *proc) error { return os.Chdir(p.spec.Dir) }},
+}
+
+func (p *proc) runSteps(steps []step) {
+	for _, st := range steps {
+		if st.when != nil && !st.when(p) {
+			continue
+		}
+		t0 := time.Now()
+		if err := st.run(p); err != nil {
+			p.fail(st.name, err)
+		}
+		p.steps = append(p.steps, StepTime{Step: st.name, Us: time.Since(t0).Microseconds()})
+	}
 }
 
 // RunInit is the sandbox init. It never returns: it exits 0 after reporting
-// the program's end, 71 after reporting a setup failure, 127/126 when the
+// the program's end, 71 after reporting a setup failure, 127 when the
 // program cannot be executed.
 func RunInit() {
 	// Name the init for ps inside and on the host ("exe" otherwise).
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initName[0])), 0, 0, 0)
-	conn := os.NewFile(initFd, "ward-init")
-	s := &initState{conn: conn, enc: json.NewEncoder(conn)}
-	var m Msg
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&m); err != nil || m.Type != MsgConfig || m.Spec == nil {
-		fmt.Fprintln(os.Stderr, "ward init: internal command, started by ward run (no config on fd 3)")
-		os.Exit(2)
-	}
-	s.spec = *m.Spec
-
-	for _, st := range initSteps {
-		if st.when != nil && !st.when(s) {
-			continue
-		}
-		t0 := time.Now()
-		if err := st.run(s); err != nil {
-			s.fail(st.name, err)
-		}
-		s.steps = append(s.steps, StepTime{Step: st.name, Us: time.Since(t0).Microseconds()})
-	}
-	s.send(Msg{Type: MsgReady, Steps: s.steps})
-	s.runProgram()
+	p := newProc()
+	p.spec = p.receive(MsgConfig).spec
+	p.runSteps(initSteps)
+	p.send(Msg{Type: MsgReady, Steps: p.steps})
+	p.runProgram()
 }
 
-func (s *initState) send(m Msg) {
-	// A send that fails means the parent is gone: nothing to report to.
-	if err := s.enc.Encode(m); err != nil {
+// RunGate is the program's process before it is the program: it waits
+// until the parent has put it in the sandbox's cgroup, drops every
+// privilege and execs the program. It never returns.
+func RunGate() {
+	// Nothing the init passed besides 0-2 reaches the program, fd 3 included.
+	if err := closeInheritedFds(); err != nil {
+		os.Exit(71)
+	}
+	p := newProc()
+	p.spec = p.receive(MsgConfig).spec
+	// No garbage collection from here: a GC worker could need a new
+	// thread after enterCgroup, when the cgroup's pids.max may forbid it.
+	debug.SetGCPercent(-1)
+	p.runSteps(gateSteps)
+	path, err := lookPath(p.spec.Args[0], envPath(p.spec.Env))
+	if err == nil {
+		p.enterCgroup()
+		err = syscall.Exec(path, p.spec.Args, p.spec.Env)
+	}
+	errno := fs.Errno(err)
+	if errno == 0 {
+		errno = syscall.ENOENT
+	}
+	p.send(Msg{Type: MsgExecError, Path: p.spec.Args[0], Errno: int(errno)})
+	os.Exit(127)
+}
+
+// enterCgroup moves the gate into the sandbox's cgroup, the last act
+// before exec, through the cgroup.procs files the parent opened (fds
+// 4...): writing "0" means "this process", and the kernel checks the
+// opener's credentials (Linux 5.16+), so the gate needs no privilege and
+// no view of the cgroup file system. All the gate's threads move, over
+// pids.max if need be; exec leaves one. Nothing of the program runs before
+// it is inside, and nothing of ward's runs inside after it.
+func (p *proc) enterCgroup() {
+	for i := 0; i < p.spec.CgroupFDs; i++ {
+		fd := protoFd + 1 + i
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			p.fail("enter-cgroup", fmt.Errorf("write 0 to cgroup.procs (fd %d): %w (ward needs Linux 5.16 or later)", fd, err))
+		}
+	}
+}
+
+// received is a decoded message with its spec copied out.
+type received struct {
+	Msg
+	spec Spec
+}
+
+// receive reads the next message and insists on its type.
+func (p *proc) receive(want string) received {
+	var m Msg
+	if err := p.dec.Decode(&m); err != nil || m.Type != want || (want == MsgConfig && m.Spec == nil) {
+		fmt.Fprintf(os.Stderr, "ward %s: internal command, started by ward run (want %q on fd %d)\n", os.Args[1], want, protoFd)
+		os.Exit(2)
+	}
+	r := received{Msg: m}
+	if m.Spec != nil {
+		r.spec = *m.Spec
+	}
+	return r
+}
+
+func (p *proc) send(m Msg) {
+	// A send that fails means the other side is gone: nothing to report to.
+	if err := p.enc.Encode(m); err != nil {
 		os.Exit(137)
 	}
 }
 
 // fail reports a setup error and exits; the parent prints it and exits 71.
-func (s *initState) fail(step string, err error) {
+func (p *proc) fail(step string, err error) {
 	m := Msg{Type: MsgError, Step: step, Message: err.Error(), Errno: int(fs.Errno(err))}
 	var fe *fs.Error
 	var pe *os.PathError
@@ -131,41 +213,54 @@ func (s *initState) fail(step string, err error) {
 	case errors.As(err, &pe):
 		m.Path = pe.Path
 	}
-	s.send(m)
+	p.send(m)
 	os.Exit(71)
 }
 
 // closeInheritedFds marks every fd above 2 close-on-exec, the protocol
 // socket included: whatever the caller of ward left open (without
 // O_CLOEXEC) never reaches the program.
-func (s *initState) closeInheritedFds() error {
+func closeInheritedFds() error {
 	return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
 
-func (s *initState) setRlimits() error {
+func (p *proc) setRlimits() error {
 	// syscall.Setrlimit (not unix.) so the Go runtime does not restore its
 	// own raised RLIMIT_NOFILE in the program.
-	n := s.spec.NoFile
+	n := p.spec.NoFile
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
 		return fmt.Errorf("RLIMIT_NOFILE=%d: %w", n, err)
 	}
 	if err := syscall.Setrlimit(unix.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
 		return fmt.Errorf("RLIMIT_CORE=0: %w", err)
 	}
+	if c := p.spec.CPUSeconds; c > 0 {
+		if err := syscall.Setrlimit(unix.RLIMIT_CPU, &syscall.Rlimit{Cur: c, Max: c + 1}); err != nil {
+			return fmt.Errorf("RLIMIT_CPU=%d: %w", c, err)
+		}
+	}
+	if f := p.spec.FileSize; f > 0 {
+		if err := syscall.Setrlimit(unix.RLIMIT_FSIZE, &syscall.Rlimit{Cur: f, Max: f}); err != nil {
+			return fmt.Errorf("RLIMIT_FSIZE=%d: %w", f, err)
+		}
+		// An ignored signal stays ignored across exec: the program gets
+		// EFBIG from write(2) instead of dying of SIGXFSZ.
+		signal.Ignore(syscall.SIGXFSZ)
+	}
 	return nil
 }
 
-func (s *initState) setUser() error {
+func (p *proc) setUser() error {
 	// Supplementary groups first: the init inherited the caller's (root's
 	// group 0 among them), which must not follow the program.
-	if err := syscall.Setgroups([]int{s.spec.GID}); err != nil {
-		return fmt.Errorf("setgroups(%d): %w", s.spec.GID, err)
+	if err := syscall.Setgroups([]int{p.spec.GID}); err != nil {
+		return fmt.Errorf("setgroups(%d): %w", p.spec.GID, err)
 	}
-	if err := syscall.Setresgid(s.spec.GID, s.spec.GID, s.spec.GID); err != nil {
-		return fmt.Errorf("setresgid(%d): %w", s.spec.GID, err)
+	if err := syscall.Setresgid(p.spec.GID, p.spec.GID, p.spec.GID); err != nil {
+		return fmt.Errorf("setresgid(%d): %w", p.spec.GID, err)
 	}
-	if err := syscall.Setresuid(s.spec.UID, s.spec.UID, s.spec.UID); err != nil {
-		return fmt.Errorf("setresuid(%d): %w", s.spec.UID, err)
+	if err := syscall.Setresuid(p.spec.UID, p.spec.UID, p.spec.UID); err != nil {
+		return fmt.Errorf("setresuid(%d): %w", p.spec.UID, err)
 	}
 	return nil
 }
@@ -204,50 +299,63 @@ func clearCapabilities() error {
 	return nil
 }
 
-// runProgram forks the program, relays signals, reaps every process and
-// reports the program's end.
-func (s *initState) runProgram() {
+// runProgram forks the gate and reports whether the program started. Then it
+// relays signals, reaps every process and reports the program's end.
+func (p *proc) runProgram() {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
 
-	env := s.spec.Env
-	path, err := lookPath(s.spec.Args[0], envPath(env))
-	if err == nil {
-		var pid int
-		pid, err = syscall.ForkExec(path, s.spec.Args, &syscall.ProcAttr{
-			Env:   env,
-			Files: []uintptr{0, 1, 2},
-			Sys:   &syscall.SysProcAttr{Setsid: !s.spec.TTY},
-		})
-		if err == nil {
-			s.send(Msg{Type: MsgStarted, Pid: pid})
-			s.supervise(pid, sigs)
-			return
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		p.fail("gate-socketpair", err)
+	}
+	// Exec ourselves from the detached host mount: /proc/self/exe still
+	// names the binary. The gate's fd 3 is its end of the socketpair; the
+	// cgroup.procs fds follow at the same numbers as here.
+	files := []uintptr{0, 1, 2, uintptr(fds[1])}
+	for i := 0; i < p.spec.CgroupFDs; i++ {
+		files = append(files, uintptr(protoFd+1+i))
+	}
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{"ward", gateArg}, &syscall.ProcAttr{
+		Env:   []string{},
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setsid: !p.spec.TTY},
+	})
+	unix.Close(fds[1])
+	if err != nil {
+		p.fail("fork-gate", err)
+	}
+	gate := os.NewFile(uintptr(fds[0]), "ward-gate")
+	if err := json.NewEncoder(gate).Encode(Msg{Type: MsgConfig, Spec: &p.spec}); err != nil {
+		p.fail("configure-gate", err)
+	}
+	// The parent only ever closes its end: EOF means it died, and then the
+	// sandbox must end.
+	go func() {
+		var m Msg
+		for p.dec.Decode(&m) == nil {
 		}
+		os.Exit(137)
+	}()
+	gdec := json.NewDecoder(bufio.NewReader(gate))
+	// The gate reports a failure, or execs: then its end of the socket
+	// closes (CLOEXEC) and the read sees EOF.
+	var m Msg
+	if err := gdec.Decode(&m); err == nil {
+		p.send(m) // error or exec_error, relayed as is
+		os.Exit(71)
 	}
-	errno := fs.Errno(err)
-	if errno == 0 {
-		errno = syscall.ENOENT
-	}
-	s.send(Msg{Type: MsgExecError, Path: s.spec.Args[0], Errno: int(errno)})
-	os.Exit(127)
+	gate.Close()
+	p.send(Msg{Type: MsgStarted, Pid: pid})
+	p.supervise(pid, sigs)
 }
 
 // supervise waits for the program while reaping orphans, and forwards the
 // signals the parent relays. When the program ends the init reports and
 // exits, which kills whatever is left in the PID namespace.
-func (s *initState) supervise(pid int, sigs chan os.Signal) {
-	// The parent closing the socket (it died) ends the sandbox.
-	go func() {
-		var b [1]byte
-		for {
-			if _, err := s.conn.Read(b[:]); err != nil {
-				os.Exit(137)
-			}
-		}
-	}()
+func (p *proc) supervise(pid int, sigs chan os.Signal) {
 	target := -pid // the program leads its own process group
-	if s.spec.TTY {
+	if p.spec.TTY {
 		target = pid
 	}
 	var ex Exit
@@ -259,18 +367,20 @@ func (s *initState) supervise(pid int, sigs chan os.Signal) {
 		for {
 			var ws syscall.WaitStatus
 			var ru syscall.Rusage
-			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
+			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
 			if err == syscall.EINTR {
 				continue
 			}
-			if p <= 0 || err != nil {
+			if r <= 0 || err != nil {
 				break
 			}
 			ex.Reaped++
 			ex.UserUs += ru.Utime.Sec*1e6 + int64(ru.Utime.Usec)
 			ex.SysUs += ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
 			ex.MaxRSSKB = max(ex.MaxRSSKB, ru.Maxrss)
-			if p != pid {
+			ex.NVCSw += ru.Nvcsw
+			ex.NIVCSw += ru.Nivcsw
+			if r != pid {
 				continue
 			}
 			ex.Code, ex.Signal = -1, 0
@@ -280,7 +390,7 @@ func (s *initState) supervise(pid int, sigs chan os.Signal) {
 			case ws.Signaled():
 				ex.Signal = int(ws.Signal())
 			}
-			s.send(Msg{Type: MsgExit, Exit: &ex})
+			p.send(Msg{Type: MsgExit, Exit: &ex})
 			os.Exit(0)
 		}
 	}

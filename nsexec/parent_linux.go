@@ -34,6 +34,10 @@ type Stdio struct {
 type Options struct {
 	HostNetwork bool // share the host's network namespace
 	TTY         bool // keep the caller's session (no setsid)
+	// CgroupProcs are the sandbox cgroup's cgroup.procs files, opened for
+	// writing by this process: the program's process writes itself into
+	// each before it execs (spec.CgroupFDs must be len(CgroupProcs)).
+	CgroupProcs []*os.File
 }
 
 // Sandbox is a started init, seen from the parent.
@@ -73,7 +77,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     stdio.Stderr,
-		ExtraFiles: []*os.File{child}, // fd 3
+		ExtraFiles: append([]*os.File{child}, opt.CgroupProcs...), // fd 3, then 4...
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: HostUIDBase, Size: IDRange}},

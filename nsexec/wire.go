@@ -8,13 +8,22 @@
 // The two sides talk over a unix stream socketpair, inherited by the init as
 // fd 3, one JSON Msg per line:
 //
-//	direction      type        when                           carries
-//	parent->init   config      right after clone              Spec
-//	init->parent   error       a setup step failed (exit 71)  Step, Path, Errno, Message
-//	init->parent   ready       every setup step done          Steps (timings)
-//	init->parent   exec_error  the program could not be exec'd Path, Errno
-//	init->parent   started     the program runs               Pid (inside)
-//	init->parent   exit        the program ended              Exit
+//	direction      type        when                              carries
+//	parent->init   config      right after clone                 Spec
+//	init->parent   error       a setup step failed (exit 71)     Step, Path, Errno, Message
+//	init->parent   ready       the root is built                 Steps (timings)
+//	init->parent   exec_error  the program could not be exec'd   Path, Errno
+//	init->parent   started     the program runs                  Pid (inside)
+//	init->parent   exit        the program ended                 Exit
+//
+// The gate is the program's process before it execs the program: the init
+// forks it ("ward gate", fd 3 a socketpair to the init, fds 4... the
+// sandbox cgroup's cgroup.procs files the parent opened) and sends it the
+// same config; the gate drops every privilege, moves itself into the
+// cgroup and execs, so no code of the program runs outside the cgroup and
+// no code of ward's (the init's threads) counts in it. Its errors ("error",
+// "exec_error") go to the init, which relays them. A successful exec
+// closes the gate's socket (CLOEXEC).
 //
 // After "error", "exec_error" or "exit" the init exits; its death ends the
 // PID namespace and with it every process of the sandbox. If the parent
@@ -50,8 +59,17 @@ type Spec struct {
 	UID        int    `json:"uid"`
 	GID        int    `json:"gid"`
 	NoFile     uint64 `json:"nofile"`
+	// CPUSeconds is RLIMIT_CPU's soft limit (0: none), the backstop of the
+	// supervisor's CPU time limit; the hard limit is one second more.
+	CPUSeconds uint64 `json:"cpu_s,omitempty"`
+	// FileSize is RLIMIT_FSIZE in bytes (0: none); SIGXFSZ is then ignored
+	// so that a write past it fails with EFBIG instead of killing.
+	FileSize uint64 `json:"fsize,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
+	// CgroupFDs is how many cgroup.procs files (fds 4...) the gate writes
+	// itself into before exec.
+	CgroupFDs int `json:"cgroup_fds"`
 }
 
 // Exit is how the program ended, with the resource use of every process
@@ -62,7 +80,10 @@ type Exit struct {
 	UserUs   int64 `json:"user_us"`
 	SysUs    int64 `json:"sys_us"`
 	MaxRSSKB int64 `json:"maxrss_kb"`
-	Reaped   int   `json:"reaped"`
+	// Voluntary and forced context switches (isolate's csw-*).
+	NVCSw  int64 `json:"nvcsw"`
+	NIVCSw int64 `json:"nivcsw"`
+	Reaped int   `json:"reaped"`
 }
 
 // StepTime is how long one setup step took in the init.

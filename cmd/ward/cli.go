@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardbox/ward"
+	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/nsexec"
 )
 
@@ -24,7 +25,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newVersionCmd())
+	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd())
 	return root
 }
 
@@ -32,6 +33,12 @@ func newRootCmd() *cobra.Command {
 // ward.Config by toConfig before anything starts.
 type runFlags struct {
 	timeLimit       string
+	cpuTimeLimit    string
+	memoryLimit     string
+	cpuLimit        int
+	processes       int
+	maxFileSize     string
+	meta            string
 	fileDescriptors int
 	env             []string
 	network         string
@@ -70,6 +77,12 @@ func newRunCmd() *cobra.Command {
 // later issue adds its own here) on fl, storing into f.
 func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
+	fl.StringVar(&f.cpuTimeLimit, "cpu-time-limit", "", "CPU time of the whole sandbox, all processes (1s, 500ms); exit 124 when exceeded")
+	fl.StringVar(&f.memoryLimit, "memory-limit", "", "memory of the whole sandbox, swap included (64M, 1G); exit 125 when exceeded")
+	fl.IntVar(&f.cpuLimit, "cpu-limit", 0, "share of one CPU in percent (50 = half a core, 200 = two)")
+	fl.IntVar(&f.processes, "processes", ward.DefaultProcesses, "most tasks (processes and threads) of the program alive at once")
+	fl.StringVar(&f.maxFileSize, "max-file-size", "", "largest file the program may write (10M); a larger write fails with EFBIG")
+	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
 	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
@@ -105,6 +118,37 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		}
 		cfg.TimeLimit = d
 	}
+	if f.cpuTimeLimit != "" {
+		d, err := ward.ParseDuration(f.cpuTimeLimit)
+		if err != nil {
+			return cfg, fmt.Errorf("--cpu-time-limit=%s: %w", f.cpuTimeLimit, err)
+		}
+		cfg.CPUTimeLimit = d
+	}
+	for _, sz := range []struct {
+		flag, val string
+		dst       *int64
+	}{{"memory-limit", f.memoryLimit, &cfg.MemoryLimit}, {"max-file-size", f.maxFileSize, &cfg.MaxFileSize}} {
+		if sz.val == "" {
+			continue
+		}
+		n, err := ward.ParseSize(sz.val)
+		if err != nil {
+			return cfg, fmt.Errorf("--%s=%s: %w", sz.flag, sz.val, err)
+		}
+		if n == 0 {
+			return cfg, fmt.Errorf("--%s=%s: must be more than 0", sz.flag, sz.val)
+		}
+		*sz.dst = n
+	}
+	cfg.CPULimit = f.cpuLimit
+	cfg.Processes = f.processes
+	if f.processes == 0 {
+		return cfg, fmt.Errorf("--processes=0: want at least 1")
+	}
+	if f.cpuLimit < 0 {
+		return cfg, fmt.Errorf("--cpu-limit=%d: want a positive percentage", f.cpuLimit)
+	}
 	n, err := ward.ParseSize(f.outputLimit)
 	if err != nil {
 		return cfg, fmt.Errorf("--output-limit=%s: %w", f.outputLimit, err)
@@ -131,13 +175,20 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 	}
 	// Open the report file before starting, so a bad path is bad input
 	// (exit 2), not a lost result after the run.
-	var report *os.File
-	if f.report != "" {
-		var err error
-		if report, err = os.Create(f.report); err != nil {
-			return fmt.Errorf("--report=%s: %w", f.report, err)
+	var report, meta *os.File
+	for _, o := range []struct {
+		flag, path string
+		f          **os.File
+	}{{"report", f.report, &report}, {"meta", f.meta, &meta}} {
+		if o.path == "" {
+			continue
 		}
-		defer report.Close()
+		file, err := os.Create(o.path)
+		if err != nil {
+			return fmt.Errorf("--%s=%s: %w", o.flag, o.path, err)
+		}
+		defer file.Close()
+		*o.f = file
 	}
 	res, err := ward.Run(ctx, cfg)
 	var ce *ward.ConfigError
@@ -161,6 +212,11 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 	if report != nil {
 		if _, werr := report.Write(out); werr != nil {
 			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, werr)
+		}
+	}
+	if meta != nil {
+		if _, werr := meta.WriteString(res.IsolateMeta()); werr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --meta=%s: %v\n", f.meta, werr)
 		}
 	}
 	if f.json {
@@ -187,6 +243,31 @@ func newVersionCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ward %s\ncommit %s\n%s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		},
+	}
+}
+
+func newCleanCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clean",
+		Short: "Remove what sandboxes of a ward that died left behind (cgroups)",
+		Long: `Remove the cgroups of sandboxes whose ward was killed (SIGKILL, a crash):
+every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone.
+Each ward run also does this before it starts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			removed, err := cgroup.Clean()
+			for _, p := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed cgroup %s\n", p)
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "ward: clean: %v\n", err)
+				return &exitError{code: ward.ExitSetup}
+			}
+			if len(removed) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove")
+			}
+			return nil
 		},
 	}
 }
