@@ -50,10 +50,14 @@ unit: deps
 integration: build
 	$(GO) test -count=1 -timeout 20m ./integration
 
-test: build lint unit integration
+# Every CI run exercises both cgroup layouts: this host's (v1/hybrid here),
+# then a qemu VM with cgroup v2 unified (integration/vm/).
+test: build lint unit integration test-vm
+
+include integration/vm/vm.mk
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-clean:
+clean: vm-clean
 	rm -rf bin .deps-stamp
