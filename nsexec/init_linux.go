@@ -96,9 +96,14 @@ var initSteps = []step{
 }
 
 // gateSteps turn the gate into the program's process, in DESIGN.md
-// section 5's order; enterCgroup and exec follow at once.
+// section 5's order; exec follows at once.
 var gateSteps = []step{
 	{name: "set-rlimits", run: (*proc).setRlimits},
+	{name: "enter-cgroup", run: (*proc).enterCgroup, when: func(p *proc) bool { return p.spec.CgroupFDs > 0 }},
+	// Unshared after entering the cgroup, the namespace is rooted at the
+	// sandbox's cgroup: the program sees "0::/" and nothing of the host's
+	// hierarchy. It needs CAP_SYS_ADMIN, so before the privileges go.
+	{name: "enter-cgroup-namespace", run: func(*proc) error { return unix.Unshare(unix.CLONE_NEWCGROUP) }},
 	{name: "drop-bounding-set", run: func(*proc) error { return dropBoundingSet() }},
 	{name: "set-user", run: (*proc).setUser},
 	{name: "clear-capabilities", run: func(*proc) error { return clearCapabilities() }},
@@ -148,7 +153,6 @@ func RunGate() {
 	p.runSteps(gateSteps)
 	path, err := lookPath(p.spec.Args[0], envPath(p.spec.Env))
 	if err == nil {
-		p.enterCgroup()
 		err = syscall.Exec(path, p.spec.Args, p.spec.Env)
 	}
 	errno := fs.Errno(err)
@@ -159,20 +163,22 @@ func RunGate() {
 	os.Exit(127)
 }
 
-// enterCgroup moves the gate into the sandbox's cgroup, the last act
-// before exec, through the cgroup.procs files the parent opened (fds
-// 4...): writing "0" means "this process", and the kernel checks the
-// opener's credentials (Linux 5.16+), so the gate needs no privilege and
-// no view of the cgroup file system. All the gate's threads move, over
-// pids.max if need be; exec leaves one. Nothing of the program runs before
-// it is inside, and nothing of ward's runs inside after it.
-func (p *proc) enterCgroup() {
+// enterCgroup moves the gate into the sandbox's cgroup through the
+// cgroup.procs files the parent opened (fds 4...): writing "0" means "this
+// process", and the kernel checks the opener's credentials (Linux 5.16+),
+// so the gate needs no view of the cgroup file system. All the gate's
+// threads move, over pids.max if need be (a migration may); exec leaves
+// one. Nothing of the program runs before it is inside; of ward's, only the
+// gate's last few system calls run inside, with garbage collection off so
+// that the runtime needs no new thread.
+func (p *proc) enterCgroup() error {
 	for i := 0; i < p.spec.CgroupFDs; i++ {
 		fd := protoFd + 1 + i
 		if _, err := unix.Write(fd, []byte("0")); err != nil {
-			p.fail("enter-cgroup", fmt.Errorf("write 0 to cgroup.procs (fd %d): %w (ward needs Linux 5.16 or later)", fd, err))
+			return fmt.Errorf("write 0 to cgroup.procs (fd %d): %w (ward needs Linux 5.16 or later)", fd, err)
 		}
 	}
+	return nil
 }
 
 // received is a decoded message with its spec copied out.
