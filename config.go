@@ -21,6 +21,13 @@ const (
 	NetworkHost = "host" // the host's network namespace: no network isolation
 )
 
+// Built-in seccomp policies; any other value of Config.Seccomp is a file.
+const (
+	SeccompDefault    = "default"
+	SeccompStrict     = "strict"
+	SeccompUnconfined = "unconfined"
+)
+
 // Log levels for what ward itself prints on stderr.
 const (
 	LogQuiet   = "quiet"
@@ -75,6 +82,10 @@ type Config struct {
 	// MaxFileSize is RLIMIT_FSIZE in bytes: a larger write fails with
 	// EFBIG; 0 means none.
 	MaxFileSize int64
+	// Seccomp is the syscall policy: "default" (when empty), "strict",
+	// "unconfined" (no filter: unsafe), or the path of an OCI/Docker JSON
+	// seccomp profile.
+	Seccomp string
 	// Profile names the profile these values came from (for logs/reports).
 	Profile string
 	// TTY keeps the program in the caller's session so it can use the
@@ -132,6 +143,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Profile == "" {
 		c.Profile = "default"
+	}
+	if c.Seccomp == "" {
+		c.Seccomp = SeccompDefault
 	}
 	return c
 }

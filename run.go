@@ -15,6 +15,7 @@ import (
 	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/nsexec"
+	"github.com/wardbox/ward/seccomp"
 )
 
 // The sandbox's identity (DESIGN.md section 2).
@@ -57,6 +58,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	spec, err := buildSpec(cfg)
 	if err != nil {
 		return failSetup(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
+	}
+	if spec.Seccomp, err = seccompPrograms(cfg.Seccomp); err != nil {
+		switch cfg.Seccomp {
+		case SeccompDefault, SeccompStrict:
+			return failSetup(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
+		}
+		// A profile file that does not parse or compile is bad input.
+		return nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
 	}
 	log := newLogger(cfg)
 	log.before(cfg)
@@ -333,6 +342,20 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		FileSize:   uint64(cfg.MaxFileSize),
 		TTY:        cfg.TTY,
 	}, nil
+}
+
+// seccompPrograms compiles the policy named in cfg (built-ins once per
+// process).
+func seccompPrograms(name string) ([]seccomp.Program, error) {
+	switch name {
+	case SeccompUnconfined:
+		return nil, nil
+	case SeccompDefault:
+		return seccomp.CompileCached(seccomp.Default())
+	case SeccompStrict:
+		return seccomp.CompileCached(seccomp.Strict())
+	}
+	return seccomp.CompileFile(name)
 }
 
 // rlimitCPU is RLIMIT_CPU's soft limit backing a CPU time limit: a second

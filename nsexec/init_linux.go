@@ -19,6 +19,7 @@ import (
 
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/netns"
+	"github.com/wardbox/ward/seccomp"
 )
 
 // Arguments of the re-executed binary: "ward init" is PID 1 of the sandbox,
@@ -105,10 +106,14 @@ var gateSteps = []step{
 	// hierarchy. It needs CAP_SYS_ADMIN, so before the privileges go.
 	{name: "enter-cgroup-namespace", run: func(*proc) error { return unix.Unshare(unix.CLONE_NEWCGROUP) }},
 	{name: "drop-bounding-set", run: func(*proc) error { return dropBoundingSet() }},
+	{name: "lock-securebits", run: func(*proc) error { return lockSecurebits() }},
 	{name: "set-user", run: (*proc).setUser},
 	{name: "clear-capabilities", run: func(*proc) error { return clearCapabilities() }},
 	{name: "no-new-privs", run: func(*proc) error { return unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }},
 	{name: "enter-workdir", run: func(p *proc) error { return os.Chdir(p.spec.Dir) }},
+	// Last, as close to exec as it can be: every step above may use
+	// syscalls the policy denies.
+	{name: "seccomp", run: func(p *proc) error { return seccomp.Load(p.spec.Seccomp) }, when: func(p *proc) bool { return len(p.spec.Seccomp) > 0 }},
 }
 
 func (p *proc) runSteps(steps []step) {
@@ -281,6 +286,21 @@ func dropBoundingSet() error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+	}
+	return nil
+}
+
+// lockSecurebits makes uid 0 mean nothing (no capabilities on exec, none
+// kept or regained across uid changes, no ambient raise) and locks it all,
+// so neither the program nor anything it execs can undo it. It needs
+// CAP_SETPCAP, so it runs before set-user.
+func lockSecurebits() error {
+	const bits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
+		1<<3 | // SECBIT_NO_SETUID_FIXUP_LOCKED (fixup stays on: set-user drops caps)
+		1<<5 | // SECBIT_KEEP_CAPS_LOCKED (keep-caps stays off)
+		1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_SECUREBITS %#x: %w", bits, err)
 	}
 	return nil
 }

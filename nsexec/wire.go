@@ -35,6 +35,7 @@ import (
 	"syscall"
 
 	"github.com/wardbox/ward/fs"
+	"github.com/wardbox/ward/seccomp"
 )
 
 // Message types.
@@ -67,6 +68,8 @@ type Spec struct {
 	FileSize uint64 `json:"fsize,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
+	// Seccomp are the BPF filters the gate loads last, in order.
+	Seccomp []seccomp.Program `json:"seccomp,omitempty"`
 	// CgroupFDs is how many cgroup.procs files (fds 4...) the gate writes
 	// itself into before exec.
 	CgroupFDs int `json:"cgroup_fds"`
@@ -156,7 +159,7 @@ func hintFor(e *SetupError) string {
 	switch {
 	case e.Step == "clone" && (e.Errno == syscall.EPERM || e.Errno == syscall.ENOSPC || e.Errno == syscall.EINVAL):
 		return "run ward as root on a kernel with user, PID and mount namespaces; check sysctl user.max_user_namespaces > 0"
-	case e.Errno == syscall.EPERM || e.Errno == syscall.EACCES:
+	case (e.Errno == syscall.EPERM || e.Errno == syscall.EACCES) && (e.Step == "make-mounts-private" || e.Step == "enter-new-root" || e.Step == "create-cgroup"):
 		return "ward needs root (CAP_SYS_ADMIN) on the host"
 	}
 	return ""

@@ -39,6 +39,7 @@ type runFlags struct {
 	processes       int
 	maxFileSize     string
 	meta            string
+	seccomp         string
 	fileDescriptors int
 	env             []string
 	network         string
@@ -83,6 +84,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.IntVar(&f.processes, "processes", ward.DefaultProcesses, "most tasks (processes and threads) of the program alive at once")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "", "largest file the program may write (10M); a larger write fails with EFBIG")
 	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
+	fl.StringVar(&f.seccomp, "seccomp", ward.SeccompDefault, "syscall policy: default, strict, unconfined (unsafe), or an OCI/Docker JSON profile FILE")
 	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
@@ -103,6 +105,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		Workdir:         f.workdir,
 		FileDescriptors: f.fileDescriptors,
 		Log:             f.sandboxLog,
+		Seccomp:         f.seccomp,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,

@@ -1,0 +1,168 @@
+package seccomp
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	sc "github.com/seccomp/libseccomp-golang"
+	"golang.org/x/sys/unix"
+)
+
+// Program is one compiled BPF filter (struct sock_filter array, native
+// byte order), ready for seccomp(SECCOMP_SET_MODE_FILTER).
+type Program []byte
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string][]Program{}
+)
+
+// CompileCached compiles p once per process (keyed by p.Name).
+func CompileCached(p *Policy) ([]Program, error) {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if progs, ok := cache[p.Name]; ok {
+		return progs, nil
+	}
+	progs, err := Compile(p)
+	if err == nil {
+		cache[p.Name] = progs
+	}
+	return progs, err
+}
+
+// Compile turns a policy into its two stacked filters: the syscall
+// verdicts (default p.Default) and the argument denials (default allow).
+func Compile(p *Policy) ([]Program, error) {
+	base, err := newFilter(p.Default)
+	if err != nil {
+		return nil, err
+	}
+	defer base.Release()
+	args, err := newFilter(Allow)
+	if err != nil {
+		return nil, err
+	}
+	defer args.Release()
+	nargs := 0
+	for _, r := range p.Rules {
+		act, err := action(r.Verdict)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		var conds []sc.ScmpCondition
+		for _, a := range r.Args {
+			c, err := condition(a)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: %v: %w", p.Name, r.Names, err)
+			}
+			conds = append(conds, c)
+		}
+		if len(conds) > 0 && r.Verdict == Allow {
+			return nil, fmt.Errorf("policy %s: %v: a conditional allow cannot be expressed; deny the other arguments instead", p.Name, r.Names)
+		}
+		for _, name := range r.Names {
+			call, err := sc.GetSyscallFromName(name)
+			if err != nil {
+				continue // this libseccomp or architecture lacks it: nothing to filter
+			}
+			if len(conds) == 0 && r.Verdict == p.Default {
+				continue // the default already says so (libseccomp refuses the rule)
+			}
+			if len(conds) == 0 {
+				err = base.AddRule(call, act)
+			} else {
+				err = args.AddRuleConditional(call, act, conds)
+				nargs++
+			}
+			if err != nil {
+				return nil, fmt.Errorf("policy %s: rule for %s: %w", p.Name, name, err)
+			}
+		}
+	}
+	// The argument filter first: a strict base filter denies seccomp(2)
+	// itself, so it must be the last one loaded.
+	out := []Program{}
+	for _, f := range []*sc.ScmpFilter{args, base} {
+		if f == args && nargs == 0 {
+			continue
+		}
+		b, err := export(f)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func newFilter(verdict string) (*sc.ScmpFilter, error) {
+	act, err := action(verdict)
+	if err != nil {
+		return nil, err
+	}
+	f, err := sc.NewFilter(act)
+	if err != nil {
+		return nil, fmt.Errorf("libseccomp: %w", err)
+	}
+	// Only the native architecture: i386 and x32 system calls (another
+	// table, other numbers) kill the process.
+	if err := f.SetBadArchAction(sc.ActKillProcess); err != nil {
+		f.Release()
+		return nil, fmt.Errorf("libseccomp: %w", err)
+	}
+	// ward sets no_new_privs itself, in the gate.
+	if err := f.SetNoNewPrivsBit(false); err != nil {
+		f.Release()
+		return nil, fmt.Errorf("libseccomp: %w", err)
+	}
+	return f, nil
+}
+
+func action(verdict string) (sc.ScmpAction, error) {
+	switch verdict {
+	case Allow:
+		return sc.ActAllow, nil
+	case EPERM:
+		return sc.ActErrno.SetReturnCode(int16(unix.EPERM)), nil
+	case ENOSYS:
+		return sc.ActErrno.SetReturnCode(int16(unix.ENOSYS)), nil
+	}
+	return sc.ActInvalid, fmt.Errorf("unknown verdict %q", verdict)
+}
+
+func condition(a Arg) (sc.ScmpCondition, error) {
+	switch a.Op {
+	case "eq":
+		return sc.MakeCondition(a.Index, sc.CompareEqual, a.Value)
+	case "ge":
+		return sc.MakeCondition(a.Index, sc.CompareGreaterEqual, a.Value)
+	case "gt":
+		return sc.MakeCondition(a.Index, sc.CompareGreater, a.Value)
+	case "lt":
+		return sc.MakeCondition(a.Index, sc.CompareLess, a.Value)
+	case "masked_eq":
+		return sc.MakeCondition(a.Index, sc.CompareMaskedEqual, a.Mask, a.Value)
+	}
+	return sc.ScmpCondition{}, fmt.Errorf("unknown comparison %q", a.Op)
+}
+
+// export writes the filter's BPF through a memfd (libseccomp 2.5 has no
+// in-memory export).
+func export(f *sc.ScmpFilter) (Program, error) {
+	fd, err := unix.MemfdCreate("ward-seccomp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	file := os.NewFile(uintptr(fd), "ward-seccomp")
+	defer file.Close()
+	if err := f.ExportBPF(file); err != nil {
+		return nil, fmt.Errorf("export BPF: %w", err)
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(file)
+}
