@@ -54,6 +54,7 @@ func (l *logger) before(cfg Config) {
 		l.v("Network: denied")
 	}
 	l.v("Filesystem: read-only (writable: /tmp, /home/%s)", SandboxUser)
+	l.v("Seccomp: %s", cfg.Seccomp)
 	l.v("Running: %s", strings.Join(cfg.Args, " "))
 }
 
@@ -92,6 +93,9 @@ func (l *logger) after(r *Result) {
 		l.v("Memory: %s", formatBytes(*r.MemoryPeakBytes))
 	case r.MaxRSSBytes != nil:
 		l.v("Memory: %s (largest process)", formatBytes(*r.MaxRSSBytes))
+	}
+	for _, d := range r.SyscallsDenied {
+		l.v("Syscall denied: %s (%s) x%d", d.Syscall, d.Errno, d.Count)
 	}
 	if r.ProcessesPeak != nil {
 		l.v("Processes: %d at most", *r.ProcessesPeak)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardbox/ward/seccomp"
 )
 
 // Status says how a run ended (DESIGN.md section 4).
@@ -60,7 +62,11 @@ type Result struct {
 	StderrTruncated bool    `json:"stderr_truncated"`
 
 	Network []NetworkEvent `json:"network"`
-	Limits  Limits         `json:"limits"`
+	// SyscallsDenied lists the syscalls the seccomp policy denied, with
+	// counts: collected with --sandbox-log=verbose and a built-in policy,
+	// else null.
+	SyscallsDenied []seccomp.Denial `json:"syscalls_denied"`
+	Limits         Limits           `json:"limits"`
 	// SetupMs is the time each setup step took, by step name; "total" is
 	// from ward's start of the launch to the program's start.
 	SetupMs map[string]float64 `json:"setup_ms"`

@@ -59,7 +59,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return failSetup(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
 	}
-	if spec.Seccomp, err = seccompPrograms(cfg.Seccomp); err != nil {
+	if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
+		// Verbose: a listener decides the denials and counts them.
+		var prog seccomp.Program
+		if prog, err = seccomp.CompileNotify(seccomp.Builtin(cfg.Seccomp)); err != nil {
+			return failSetup(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
+		}
+		spec.Seccomp, spec.SeccompNotify = []seccomp.Program{prog}, cfg.Seccomp
+	} else if spec.Seccomp, err = seccompPrograms(cfg.Seccomp); err != nil {
 		switch cfg.Seccomp {
 		case SeccompDefault, SeccompStrict:
 			return failSetup(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
@@ -226,6 +233,9 @@ func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv su
 	if ex != nil {
 		setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
 		res.csw = [2]int64{ex.NVCSw, ex.NIVCSw}
+		if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
+			res.SyscallsDenied = append([]seccomp.Denial{}, ex.Denied...)
+		}
 	} else if ru := sb.Rusage(); ru != nil {
 		setUsage(res, ru.Utime.Sec*1e6+ru.Utime.Usec, ru.Stime.Sec*1e6+ru.Stime.Usec, ru.Maxrss)
 	}

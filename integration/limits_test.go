@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -251,6 +252,27 @@ func wardCgroups(prefix string) []string {
 		return nil
 	})
 	return found
+}
+
+// staleWardCgroups lists ward-<pid>-* cgroups whose ward is gone: a
+// leak. (Those of live wards belong to runs still going, e.g. a parallel
+// test run.)
+func staleWardCgroups() []string {
+	var stale []string
+	for _, p := range wardCgroups("ward-") {
+		parts := strings.SplitN(filepath.Base(p), "-", 3)
+		if len(parts) < 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(parts[1])
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			stale = append(stale, p)
+		}
+	}
+	return stale
 }
 
 func num(t *testing.T, m map[string]any, k string) float64 {

@@ -74,8 +74,8 @@ func TestMain(m *testing.M) {
 			len(before), len(after), strings.Join(newLines(before, after), "\n"))
 		code = 1
 	}
-	if left := wardCgroups("ward-"); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "integration: FAIL: ward cgroups left behind after the tests:\n%s\n", strings.Join(left, "\n"))
+	if left := staleWardCgroups(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "integration: FAIL: cgroups of wards that are gone, left behind after the tests:\n%s\n", strings.Join(left, "\n"))
 		code = 1
 	}
 	if w := wardLines(after); len(w) > 0 {

@@ -2,9 +2,11 @@ package nsexec
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -113,7 +115,7 @@ var gateSteps = []step{
 	{name: "enter-workdir", run: func(p *proc) error { return os.Chdir(p.spec.Dir) }},
 	// Last, as close to exec as it can be: every step above may use
 	// syscalls the policy denies.
-	{name: "seccomp", run: func(p *proc) error { return seccomp.Load(p.spec.Seccomp) }, when: func(p *proc) bool { return len(p.spec.Seccomp) > 0 }},
+	{name: "seccomp", run: (*proc).loadSeccomp, when: func(p *proc) bool { return len(p.spec.Seccomp) > 0 }},
 }
 
 func (p *proc) runSteps(steps []step) {
@@ -290,6 +292,23 @@ func dropBoundingSet() error {
 	return nil
 }
 
+// loadSeccomp loads the filters; in notify mode it hands the listener to
+// the init over fd 3 (SCM_RIGHTS, one byte 'L') before exec.
+func (p *proc) loadSeccomp() error {
+	if p.spec.SeccompNotify == "" {
+		return seccomp.Load(p.spec.Seccomp)
+	}
+	fd, err := seccomp.LoadListener(p.spec.Seccomp[0])
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Sendmsg(protoFd, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("send the seccomp listener to the init: %w", err)
+	}
+	return nil
+}
+
 // lockSecurebits makes uid 0 mean nothing (no capabilities on exec, none
 // kept or regained across uid changes, no ambient raise) and locks it all,
 // so neither the program nor anything it execs can undo it. It needs
@@ -363,7 +382,25 @@ func (p *proc) runProgram() {
 		}
 		os.Exit(137)
 	}()
-	gdec := json.NewDecoder(bufio.NewReader(gate))
+	var first io.Reader = strings.NewReader("")
+	var listener *seccomp.Listener
+	if p.spec.SeccompNotify != "" {
+		// The gate sends the listener fd, or (it failed before) the first
+		// byte of an error message.
+		buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+		n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, 0)
+		if err == nil && oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				if rights, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(rights) > 0 {
+					listener = seccomp.NewListener(rights[0], seccomp.Builtin(p.spec.SeccompNotify))
+					go listener.Serve()
+				}
+			}
+		} else if err == nil && n > 0 {
+			first = bytes.NewReader(buf[:n])
+		}
+	}
+	gdec := json.NewDecoder(bufio.NewReader(io.MultiReader(first, gate)))
 	// The gate reports a failure, or execs: then its end of the socket
 	// closes (CLOEXEC) and the read sees EOF.
 	var m Msg
@@ -373,13 +410,13 @@ func (p *proc) runProgram() {
 	}
 	gate.Close()
 	p.send(Msg{Type: MsgStarted, Pid: pid})
-	p.supervise(pid, sigs)
+	p.supervise(pid, sigs, listener)
 }
 
 // supervise waits for the program while reaping orphans, and forwards the
 // signals the parent relays. When the program ends the init reports and
 // exits, which kills whatever is left in the PID namespace.
-func (p *proc) supervise(pid int, sigs chan os.Signal) {
+func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listener) {
 	target := -pid // the program leads its own process group
 	if p.spec.TTY {
 		target = pid
@@ -415,6 +452,9 @@ func (p *proc) supervise(pid int, sigs chan os.Signal) {
 				ex.Code = ws.ExitStatus()
 			case ws.Signaled():
 				ex.Signal = int(ws.Signal())
+			}
+			if listener != nil {
+				ex.Denied = listener.Denials()
 			}
 			p.send(Msg{Type: MsgExit, Exit: &ex})
 			os.Exit(0)

@@ -70,6 +70,11 @@ type Spec struct {
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.
 	Seccomp []seccomp.Program `json:"seccomp,omitempty"`
+	// SeccompNotify names the built-in policy whose denials the init
+	// decides and counts (verbose mode): Seccomp is then the single filter
+	// of seccomp.CompileNotify, loaded with a listener that the gate hands
+	// to the init.
+	SeccompNotify string `json:"seccomp_notify,omitempty"`
 	// CgroupFDs is how many cgroup.procs files (fds 4...) the gate writes
 	// itself into before exec.
 	CgroupFDs int `json:"cgroup_fds"`
@@ -86,7 +91,9 @@ type Exit struct {
 	// Voluntary and forced context switches (isolate's csw-*).
 	NVCSw  int64 `json:"nvcsw"`
 	NIVCSw int64 `json:"nivcsw"`
-	Reaped int   `json:"reaped"`
+	// Denied are the syscalls the policy denied (SeccompNotify only).
+	Denied []seccomp.Denial `json:"denied,omitempty"`
+	Reaped int              `json:"reaped"`
 }
 
 // StepTime is how long one setup step took in the init.
