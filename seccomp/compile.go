@@ -1,9 +1,14 @@
 package seccomp
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
 	sc "github.com/seccomp/libseccomp-golang"
@@ -19,18 +24,86 @@ var (
 	cache   = map[string][]Program{}
 )
 
-// CompileCached compiles p once per process (keyed by p.Name).
+// CacheDir keeps compiled built-in policies across processes: compiling
+// the default policy takes libseccomp a few milliseconds, more than the
+// rest of a sandbox's setup. Root only (0700); a missing or unwritable
+// directory only means compiling each time.
+var CacheDir = "/run/ward/seccomp"
+
+// CompileCached compiles p once per process and, through CacheDir, once
+// per policy content, libseccomp version and kernel.
 func CompileCached(p *Policy) ([]Program, error) {
 	cacheMu.Lock()
 	defer cacheMu.Unlock()
 	if progs, ok := cache[p.Name]; ok {
 		return progs, nil
 	}
+	key := cacheKey(p)
+	if progs, ok := readCache(key); ok {
+		cache[p.Name] = progs
+		return progs, nil
+	}
 	progs, err := Compile(p)
 	if err == nil {
 		cache[p.Name] = progs
+		writeCache(key, progs)
 	}
 	return progs, err
+}
+
+func cacheKey(p *Policy) string {
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(p)
+	maj, min, mic := sc.GetLibraryVersion()
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	fmt.Fprintf(h, "libseccomp %d.%d.%d kernel %s", maj, min, mic, unix.ByteSliceToString(u.Release[:]))
+	return p.Name + "-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// The cache file: a count, then each program's length and bytes.
+func readCache(key string) ([]Program, bool) {
+	b, err := os.ReadFile(filepath.Join(CacheDir, key))
+	if err != nil || len(b) < 4 {
+		return nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b))
+	b = b[4:]
+	var progs []Program
+	for i := 0; i < n; i++ {
+		if len(b) < 4 {
+			return nil, false
+		}
+		l := int(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+		if l == 0 || l%8 != 0 || l > len(b) {
+			return nil, false
+		}
+		progs = append(progs, Program(b[:l]))
+		b = b[l:]
+	}
+	return progs, len(b) == 0 && n > 0
+}
+
+func writeCache(key string, progs []Program) {
+	if err := os.MkdirAll(CacheDir, 0o700); err != nil {
+		return
+	}
+	var buf []byte
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(progs)))
+	for _, p := range progs {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(p)))
+		buf = append(buf, p...)
+	}
+	tmp, err := os.CreateTemp(CacheDir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(buf)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), filepath.Join(CacheDir, key)) != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
 // Compile turns a policy into its two stacked filters: the syscall

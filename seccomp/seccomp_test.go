@@ -108,3 +108,26 @@ func FuzzParseOCI(f *testing.F) {
 		_, _ = p.Compile()
 	})
 }
+
+func TestCompileCachedRoundTripsThroughDisk(t *testing.T) {
+	old := CacheDir
+	CacheDir = t.TempDir()
+	t.Cleanup(func() { CacheDir = old })
+	p := Strict()
+	want, err := Compile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CompileCached(p); err != nil { // compiles and writes
+		t.Fatal(err)
+	}
+	got, ok := readCache(cacheKey(p))
+	if !ok || len(got) != len(want) {
+		t.Fatalf("cache read = %d programs, %v; want %d", len(got), ok, len(want))
+	}
+	for i := range want {
+		if string(got[i]) != string(want[i]) {
+			t.Errorf("program %d differs after the disk round trip", i)
+		}
+	}
+}
