@@ -10,7 +10,6 @@ package integration
 // escape/README.md for the case list and the CVE or anchor behind each.
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -26,7 +25,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -349,21 +347,8 @@ func runUnderPty(t *testing.T, args ...string) (result, string) {
 	defer cancel()
 	cmd := wardCmd(ctx, opts{}, args)
 	cmd.Stdin = slave
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.WaitDelay = pipeGrace
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	start := time.Now()
-	err = cmd.Run()
-	r := result{elapsed: time.Since(start), stdout: stdout.String(), stderr: stderr.String()}
-	r.code = exitCode(cmd, err)
-	if r.code < 0 {
-		t.Fatalf("ward %q did not run: %v", args, err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("ward %q still running after the %v safety timeout; killed it\n%s", args, safetyTimeout, r)
-	}
+	r := runCmd(t, ctx, cmd, args)
 
 	var echoed []byte
 	if err := unix.SetNonblock(mfd, true); err == nil {

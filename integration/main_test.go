@@ -128,7 +128,14 @@ func run(t *testing.T, o opts, args ...string) result {
 	needRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
 	defer cancel()
-	cmd := wardCmd(ctx, o, args)
+	return runCmd(t, ctx, wardCmd(ctx, o, args), args)
+}
+
+// runCmd runs a prepared ward command (made with wardCmd and ctx) to its
+// end, capturing its output, and fails the test if it did not start, hit
+// the safety timeout, or left a sandbox process holding its streams.
+func runCmd(t *testing.T, ctx context.Context, cmd *exec.Cmd, args []string) result {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
