@@ -59,6 +59,11 @@ type Config struct {
 	// Env adds variables on top of the base environment (DESIGN.md
 	// section 2): "K=V" sets K, "K" passes K from the caller's environment.
 	Env []string
+	// AllowRead are host files or directories bound read-only (nosuid,
+	// nodev, noexec) at the same path inside. Relative paths are taken
+	// against the caller's working directory; symlinks are resolved on the
+	// host before the sandbox starts.
+	AllowRead []string
 	// Workdir is the working directory inside; empty means /home/sandbox.
 	Workdir string
 	// Network is NetworkNone (default when empty) or NetworkHost.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/nsexec"
@@ -54,6 +56,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	t0 := time.Now()
+	allowRead, err := resolveAllowPaths(cfg.AllowRead)
+	if err != nil {
+		return nil, err
+	}
 	res := newResult(cfg)
 	spec, err := buildSpec(cfg)
 	if err != nil {
@@ -76,6 +82,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	log := newLogger(cfg)
 	log.before(cfg)
+	for i, p := range allowRead {
+		if p != cfg.AllowRead[i] {
+			log.v("Allow read: %s (resolved on the host from %s)", p, cfg.AllowRead[i])
+		} else {
+			log.v("Allow read: %s", p)
+		}
+	}
 
 	var sigs chan os.Signal
 	if cfg.ForwardSignals {
@@ -110,10 +123,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return failSetup(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.CgroupFDs = len(procs)
+	sources, err := openSources(spec, allowRead, 4+len(procs))
+	if err != nil {
+		for _, f := range procs {
+			f.Close()
+		}
+		return failSetup(res, &nsexec.SetupError{Step: "open-allowed-paths", Errno: errnoOf(err), Msg: err.Error()})
+	}
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs,
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: sources,
 	})
-	for _, f := range procs {
+	for _, f := range append(procs, sources...) {
 		f.Close() // the init has its own copies
 	}
 	if err != nil {
@@ -325,6 +345,54 @@ func setUsage(r *Result, userUs, sysUs, maxRSSKB int64) {
 	r.SysTimeMs = ptr(float64(sysUs) / 1000)
 	r.CPUTimeMs = ptr(float64(userUs+sysUs) / 1000)
 	r.MaxRSSBytes = ptr(maxRSSKB * 1024)
+}
+
+// openSources clones each allowed path's mount tree here, on the host
+// (open_tree OPEN_TREE_CLONE, detached), makes it read-only, nosuid,
+// nodev and noexec, and adds its attachment to the plan through the fd the
+// init will have (first, then up). The init needs no permission on the
+// host path, and no later change of the path can redirect the mount.
+func openSources(spec *nsexec.Spec, paths []string, first int) ([]*os.File, error) {
+	var files []*os.File
+	for i, p := range paths {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err == nil {
+			attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+			if err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+				unix.Close(fd)
+			}
+		}
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, fmt.Errorf("clone the mount of %s: %w", p, err)
+		}
+		files = append(files, os.NewFile(uintptr(fd), p))
+		spec.Plan.Ops = append(spec.Plan.Ops, fs.AllowReadOp(p, first+i))
+	}
+	return files, nil
+}
+
+// resolveAllowPaths resolves each path once, on the host, before anything
+// starts; a bad one is a *ConfigError naming it.
+func resolveAllowPaths(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, &ConfigError{Key: "allow-read", Value: paths[0], Reason: "cannot know the current directory: " + err.Error()}
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		real, err := fs.ResolveAllowPath(p, cwd)
+		if err != nil {
+			return nil, &ConfigError{Key: "allow-read", Value: p, Reason: err.Error()}
+		}
+		out = append(out, real)
+	}
+	return out, nil
 }
 
 // buildSpec turns the config into the init's fully resolved spec.

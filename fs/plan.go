@@ -8,6 +8,7 @@
 package fs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,13 @@ type Op struct {
 	Dev bool `json:"dev,omitempty"`
 	// Exec allows exec on a tmpfs (scratch dirs); binds keep the host's.
 	Exec bool `json:"x,omitempty"`
+	// NoExec adds noexec to a bind (data the user allowed, not programs).
+	NoExec bool `json:"nx,omitempty"`
+	// SrcFD, when set, is a detached mount of the source (open_tree) that
+	// the parent cloned, limited and passed to the init, which attaches it
+	// with move_mount: the host path needs no permission of the init's
+	// (directories only host root may enter) and cannot change under it.
+	SrcFD int `json:"fd,omitempty"`
 }
 
 // Plan is the whole root, in the order the init builds it.
@@ -179,6 +187,57 @@ func DefaultPlan(o Options) (*Plan, error) {
 	add(Op{Kind: KindTmpfs, Dst: o.Home, RW: true, Exec: true,
 		Data: fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%d,nr_inodes=%d", o.UID, o.GID, o.HomeSize, o.ScratchInodes)})
 	return p, nil
+}
+
+// AllowReadOp binds the host path opened as fd read-only (and noexec) at
+// the same path inside. Such ops go after DefaultPlan's, so that a path
+// under /tmp or the home is bound over the scratch tmpfs, not hidden by it.
+func AllowReadOp(path string, fd int) Op {
+	return Op{Kind: KindBind, Src: path, SrcFD: fd, Dst: path, NoExec: true}
+}
+
+// reservedTargets may not be the target of a bind, nor lie under one:
+// binding over them would replace the sandbox's own view of the system.
+var reservedTargets = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
+
+// ResolveAllowPath turns a user's path into the host path to bind: made
+// absolute against cwd, symlinks resolved on the host side (so no link can
+// point the bind elsewhere later), and refused when it is missing, starts
+// with "~" (no shell expanded it), or would cover a system directory or
+// lie inside /proc or /dev.
+func ResolveAllowPath(path, cwd string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("empty path")
+	}
+	if strings.HasPrefix(path, "~") {
+		return "", fmt.Errorf("%q: ~ is not expanded; give the path itself", path)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(path))
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", path, unwrapPathError(err))
+	}
+	for _, r := range reservedTargets {
+		if real == r || strings.HasPrefix(r, real+"/") {
+			return "", fmt.Errorf("%q would cover the system directory %s", real, r)
+		}
+	}
+	for _, r := range []string{"/proc", "/dev", "/sys"} {
+		if strings.HasPrefix(real, r+"/") {
+			return "", fmt.Errorf("%q is inside %s, which the sandbox has its own of", real, r)
+		}
+	}
+	return real, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // etcEntry turns a host /etc entry into an op: a link into /usr is kept as

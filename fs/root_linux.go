@@ -108,6 +108,9 @@ func SealRoot() error {
 func apply(op Op) error {
 	switch op.Kind {
 	case KindBind:
+		if op.SrcFD > 0 {
+			return attach(op)
+		}
 		return bind(OldRoot+op.Src, op.Dst, op)
 	case KindTmpfs:
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
@@ -201,10 +204,29 @@ func bind(src, dst string, op Op) error {
 	if !op.RW {
 		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
 	}
+	if op.NoExec {
+		attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
+	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, dst, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, attr); err != nil {
 		return fail("mount_setattr", dst, err)
 	}
 	return checkReadOnly(dst, !op.RW)
+}
+
+// attach moves a detached mount tree the parent cloned and limited (fd
+// op.SrcFD) to op.Dst, and checks that it is read-only.
+func attach(op Op) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(op.SrcFD, &st); err != nil {
+		return fail("stat mount fd", op.Src, err)
+	}
+	if err := makeTarget(op.Dst, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
+		return err
+	}
+	if err := unix.MoveMount(op.SrcFD, "", unix.AT_FDCWD, op.Dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fail("move_mount "+op.Src, op.Dst, err)
+	}
+	return checkReadOnly(op.Dst, !op.RW)
 }
 
 // seal makes the single mount at path read-only.

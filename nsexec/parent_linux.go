@@ -38,6 +38,9 @@ type Options struct {
 	// writing by this process: the program's process writes itself into
 	// each before it execs (spec.CgroupFDs must be len(CgroupProcs)).
 	CgroupProcs []*os.File
+	// SourceFDs are O_PATH fds of bind sources, inherited by the init after
+	// the CgroupProcs (fd 4+len(CgroupProcs)...), named by the plan's SrcFD.
+	SourceFDs []*os.File
 }
 
 // Sandbox is a started init, seen from the parent.
@@ -77,7 +80,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     stdio.Stderr,
-		ExtraFiles: append([]*os.File{child}, opt.CgroupProcs...), // fd 3, then 4...
+		ExtraFiles: append(append([]*os.File{child}, opt.CgroupProcs...), opt.SourceFDs...), // fd 3, then 4...
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: HostUIDBase, Size: IDRange}},

@@ -40,6 +40,7 @@ type runFlags struct {
 	maxFileSize     string
 	meta            string
 	seccomp         string
+	allowRead       []string
 	fileDescriptors int
 	env             []string
 	network         string
@@ -86,6 +87,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
 	fl.StringVar(&f.seccomp, "seccomp", ward.SeccompDefault, "syscall policy: default, strict, unconfined (unsafe), or an OCI/Docker JSON profile FILE")
 	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
+	fl.StringArrayVar(&f.allowRead, "allow-read", nil, "bind PATH read-only (and noexec) at the same path inside (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
 	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
@@ -106,6 +108,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		FileDescriptors: f.fileDescriptors,
 		Log:             f.sandboxLog,
 		Seccomp:         f.seccomp,
+		AllowRead:       f.allowRead,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,
