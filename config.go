@@ -64,6 +64,24 @@ type Config struct {
 	// against the caller's working directory; symlinks are resolved on the
 	// host before the sandbox starts.
 	AllowRead []string
+	// AllowWrite are host files or directories bound read-write at the
+	// same path; what the program creates there belongs to the caller.
+	AllowWrite []string
+	// Mounts are host paths bound at chosen paths inside (read-only unless
+	// Writable).
+	Mounts []Mount
+	// VirtualFS shows only the system directories, the scratch space and
+	// Mounts: AllowRead and AllowWrite are not added.
+	VirtualFS bool
+	// DenyPatterns are globs on paths inside; what they match is hidden
+	// (an empty directory or file), but for fs.MustKeep.
+	DenyPatterns []string
+	// AllowSockets lets unix sockets inside allowed paths be seen (each one
+	// is a way out of the sandbox); by default they are hidden.
+	AllowSockets bool
+	// MaxFiles caps the inodes of each writable scratch tmpfs; 0 means
+	// DefaultScratchInodes.
+	MaxFiles int
 	// Workdir is the working directory inside; empty means /home/sandbox.
 	Workdir string
 	// Network is NetworkNone (default when empty) or NetworkHost.
@@ -188,6 +206,14 @@ func (c Config) Validate() error {
 	}
 	if c.Processes < 1 || c.Processes > 1<<22 {
 		return &ConfigError{Key: "processes", Value: fmt.Sprint(c.Processes), Reason: "want a number from 1 to 4194304"}
+	}
+	if c.MaxFiles < 0 || c.MaxFiles > 1<<24 {
+		return &ConfigError{Key: "max-files", Value: fmt.Sprint(c.MaxFiles), Reason: "want a number from 1 to 16777216"}
+	}
+	for _, p := range c.DenyPatterns {
+		if _, err := filepath.Match(p, "/"); err != nil || !filepath.IsAbs(p) {
+			return &ConfigError{Key: "deny-pattern", Value: p, Reason: "want an absolute glob such as /etc/*"}
+		}
 	}
 	if c.MaxFileSize < 0 {
 		return &ConfigError{Key: "max-file-size", Value: fmt.Sprint(c.MaxFileSize), Reason: "must not be negative"}

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/nsexec"
@@ -42,6 +40,8 @@ func Init() {
 		nsexec.RunInit()
 	case nsexec.IsGate():
 		nsexec.RunGate()
+	case nsexec.IsIdmapHolder():
+		nsexec.RunIdmapHolder()
 	}
 }
 
@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	allowRead, err := resolveAllowPaths(cfg.AllowRead)
+	userMounts, err := resolveMounts(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +82,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	log := newLogger(cfg)
 	log.before(cfg)
-	for i, p := range allowRead {
-		if p != cfg.AllowRead[i] {
-			log.v("Allow read: %s (resolved on the host from %s)", p, cfg.AllowRead[i])
-		} else {
-			log.v("Allow read: %s", p)
+	for _, m := range userMounts {
+		mode := "read-only"
+		if m.rw {
+			mode = "read-write"
 		}
+		from := ""
+		if !strings.HasPrefix(m.value, m.src) {
+			from = fmt.Sprintf(" (resolved on the host from %s)", m.value)
+		}
+		log.v("Mount: %s at %s, %s%s", m.src, m.dst, mode, from)
 	}
 
 	var sigs chan os.Signal
@@ -123,19 +127,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return failSetup(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.CgroupFDs = len(procs)
-	sources, err := openSources(spec, allowRead, 4+len(procs))
+	opened, err := openMounts(userMounts, cfg.AllowSockets, 4+len(procs))
 	if err != nil {
 		for _, f := range procs {
 			f.Close()
 		}
-		return failSetup(res, &nsexec.SetupError{Step: "open-allowed-paths", Errno: errnoOf(err), Msg: err.Error()})
+		return failSetup(res, &nsexec.SetupError{Step: "open-user-paths", Errno: errnoOf(err), Msg: err.Error()})
 	}
+	spec.UserMounts, spec.DenyPatterns = opened.mounts, cfg.DenyPatterns
+	defer func() {
+		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
+			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
+		}
+	}()
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: sources,
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: opened.files,
 	})
-	for _, f := range append(procs, sources...) {
+	for _, f := range procs {
 		f.Close() // the init has its own copies
 	}
+	opened.close()
 	if err != nil {
 		return failSetup(res, err)
 	}
@@ -165,6 +176,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	case err != nil:
 		sb.Kill()
 		_, _ = sb.Wait()
+		var se *nsexec.SetupError
+		if errors.As(err, &se) && se.Step == "enter-workdir" && (se.Errno == syscall.ENOENT || se.Errno == syscall.ENOTDIR) {
+			return nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
+		}
 		return failSetup(res, err)
 	}
 
@@ -347,61 +362,13 @@ func setUsage(r *Result, userUs, sysUs, maxRSSKB int64) {
 	r.MaxRSSBytes = ptr(maxRSSKB * 1024)
 }
 
-// openSources clones each allowed path's mount tree here, on the host
-// (open_tree OPEN_TREE_CLONE, detached), makes it read-only, nosuid,
-// nodev and noexec, and adds its attachment to the plan through the fd the
-// init will have (first, then up). The init needs no permission on the
-// host path, and no later change of the path can redirect the mount.
-func openSources(spec *nsexec.Spec, paths []string, first int) ([]*os.File, error) {
-	var files []*os.File
-	for i, p := range paths {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err == nil {
-			attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
-			if err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
-				unix.Close(fd)
-			}
-		}
-		if err != nil {
-			for _, f := range files {
-				f.Close()
-			}
-			return nil, fmt.Errorf("clone the mount of %s: %w", p, err)
-		}
-		files = append(files, os.NewFile(uintptr(fd), p))
-		spec.Plan.Ops = append(spec.Plan.Ops, fs.AllowReadOp(p, first+i))
-	}
-	return files, nil
-}
-
-// resolveAllowPaths resolves each path once, on the host, before anything
-// starts; a bad one is a *ConfigError naming it.
-func resolveAllowPaths(paths []string) ([]string, error) {
-	if len(paths) == 0 {
-		return nil, nil
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, &ConfigError{Key: "allow-read", Value: paths[0], Reason: "cannot know the current directory: " + err.Error()}
-	}
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		real, err := fs.ResolveAllowPath(p, cwd)
-		if err != nil {
-			return nil, &ConfigError{Key: "allow-read", Value: p, Reason: err.Error()}
-		}
-		out = append(out, real)
-	}
-	return out, nil
-}
-
 // buildSpec turns the config into the init's fully resolved spec.
 func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	home := "/home/" + SandboxUser
 	plan, err := fs.DefaultPlan(fs.Options{
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
-		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: DefaultScratchInodes,
+		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: scratchInodes(cfg.MaxFiles),
 	})
 	if err != nil {
 		return nil, err
@@ -434,6 +401,15 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 		return seccomp.CompileCached(seccomp.Strict())
 	}
 	return seccomp.CompileFile(name)
+}
+
+// scratchInodes is the inode cap of a scratch tmpfs holding at most
+// maxFiles files (its root directory takes one).
+func scratchInodes(maxFiles int) int {
+	if maxFiles <= 0 {
+		return DefaultScratchInodes
+	}
+	return maxFiles + 1
 }
 
 // rlimitCPU is RLIMIT_CPU's soft limit backing a CPU time limit: a second

@@ -47,11 +47,6 @@ type Op struct {
 	Exec bool `json:"x,omitempty"`
 	// NoExec adds noexec to a bind (data the user allowed, not programs).
 	NoExec bool `json:"nx,omitempty"`
-	// SrcFD, when set, is a detached mount of the source (open_tree) that
-	// the parent cloned, limited and passed to the init, which attaches it
-	// with move_mount: the host path needs no permission of the init's
-	// (directories only host root may enter) and cannot change under it.
-	SrcFD int `json:"fd,omitempty"`
 }
 
 // Plan is the whole root, in the order the init builds it.
@@ -189,23 +184,15 @@ func DefaultPlan(o Options) (*Plan, error) {
 	return p, nil
 }
 
-// AllowReadOp binds the host path opened as fd read-only (and noexec) at
-// the same path inside. Such ops go after DefaultPlan's, so that a path
-// under /tmp or the home is bound over the scratch tmpfs, not hidden by it.
-func AllowReadOp(path string, fd int) Op {
-	return Op{Kind: KindBind, Src: path, SrcFD: fd, Dst: path, NoExec: true}
-}
-
 // reservedTargets may not be the target of a bind, nor lie under one:
 // binding over them would replace the sandbox's own view of the system.
 var reservedTargets = []string{"/", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/proc", "/dev", "/sys"}
 
-// ResolveAllowPath turns a user's path into the host path to bind: made
-// absolute against cwd, symlinks resolved on the host side (so no link can
-// point the bind elsewhere later), and refused when it is missing, starts
-// with "~" (no shell expanded it), or would cover a system directory or
-// lie inside /proc or /dev.
-func ResolveAllowPath(path, cwd string) (string, error) {
+// ResolveSource turns a user's host path into the path to mount: made
+// absolute against cwd and its symlinks resolved on the host side (so no
+// link can point the mount elsewhere later); refused when it is missing or
+// starts with "~" (no shell expanded it).
+func ResolveSource(path, cwd string) (string, error) {
 	if path == "" {
 		return "", fmt.Errorf("empty path")
 	}
@@ -219,17 +206,28 @@ func ResolveAllowPath(path, cwd string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q: %w", path, unwrapPathError(err))
 	}
+	return real, nil
+}
+
+// CheckTarget refuses a mount target inside the sandbox that is not
+// absolute, would cover a system directory, or lies inside /proc, /dev or
+// /sys (the sandbox has its own).
+func CheckTarget(dst string) error {
+	if !filepath.IsAbs(dst) {
+		return fmt.Errorf("%q: the target must be an absolute path", dst)
+	}
+	dst = filepath.Clean(dst)
 	for _, r := range reservedTargets {
-		if real == r || strings.HasPrefix(r, real+"/") {
-			return "", fmt.Errorf("%q would cover the system directory %s", real, r)
+		if dst == r || strings.HasPrefix(r, dst+"/") {
+			return fmt.Errorf("%q would cover the system directory %s", dst, r)
 		}
 	}
 	for _, r := range []string{"/proc", "/dev", "/sys"} {
-		if strings.HasPrefix(real, r+"/") {
-			return "", fmt.Errorf("%q is inside %s, which the sandbox has its own of", real, r)
+		if strings.HasPrefix(dst, r+"/") {
+			return fmt.Errorf("%q is inside %s, which the sandbox has its own of", dst, r)
 		}
 	}
-	return real, nil
+	return nil
 }
 
 func unwrapPathError(err error) error {

@@ -108,9 +108,6 @@ func SealRoot() error {
 func apply(op Op) error {
 	switch op.Kind {
 	case KindBind:
-		if op.SrcFD > 0 {
-			return attach(op)
-		}
 		return bind(OldRoot+op.Src, op.Dst, op)
 	case KindTmpfs:
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
@@ -168,7 +165,10 @@ func apply(op Op) error {
 			}
 			return nil
 		}
-		return bind(OldRoot+"/dev/null", op.Dst, Op{})
+		// The sandbox's own /dev/null (built before /proc), so masks work
+		// after the host's root is gone too.
+		// Dev: reading the mask gives EOF, as in runc, not EACCES.
+		return bind("/dev/null", op.Dst, Op{Dev: true})
 	case KindRebind:
 		if _, err := os.Lstat(op.Dst); os.IsNotExist(err) {
 			return nil
@@ -211,22 +211,6 @@ func bind(src, dst string, op Op) error {
 		return fail("mount_setattr", dst, err)
 	}
 	return checkReadOnly(dst, !op.RW)
-}
-
-// attach moves a detached mount tree the parent cloned and limited (fd
-// op.SrcFD) to op.Dst, and checks that it is read-only.
-func attach(op Op) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(op.SrcFD, &st); err != nil {
-		return fail("stat mount fd", op.Src, err)
-	}
-	if err := makeTarget(op.Dst, st.Mode&unix.S_IFMT == unix.S_IFDIR); err != nil {
-		return err
-	}
-	if err := unix.MoveMount(op.SrcFD, "", unix.AT_FDCWD, op.Dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fail("move_mount "+op.Src, op.Dst, err)
-	}
-	return checkReadOnly(op.Dst, !op.RW)
 }
 
 // seal makes the single mount at path read-only.

@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -77,5 +79,202 @@ func TestAllowReadRefusesBadPathsWithExit2(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, "--allow-read="+tc.path) || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("--allow-read=%s: exit %d, want 2 naming the flag and %q\n%s", tc.path, r.code, tc.want, r)
 		}
+	}
+}
+
+func TestAllowWritePersistsAndFilesBelongToTheCaller(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, opts{}, "run", "--allow-write="+dir, "--", "sh", "-c", "echo out > "+dir+"/result && mkdir "+dir+"/sub && echo in > "+dir+"/sub/f && id -u")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "1000" {
+		t.Fatalf("exit %d\n%s", r.code, r)
+	}
+	for _, p := range []string{"result", "sub", "sub/f"} {
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatalf("%s not written to the host: %v", p, err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+			t.Errorf("%s belongs to %d:%d on the host, want the caller %d:%d", p, st.Uid, st.Gid, os.Getuid(), os.Getgid())
+		}
+	}
+}
+
+func TestMountAtChosenPathsReadOnlyAndReadWrite(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(in, "input"), []byte("from-host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, opts{}, "run", "--mount="+in+":/data", "--mount="+out+":/results:rw", "--",
+		"sh", "-c", "cat /data/input; touch /data/x 2>&1; cp /data/input /results/copy && echo copied")
+	if !strings.Contains(r.stdout, "from-host") || !strings.Contains(r.stdout, "Read-only file system") || !strings.Contains(r.stdout, "copied") {
+		t.Errorf("--mount ro/rw did not behave\n%s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "copy")); err != nil || string(b) != "from-host\n" {
+		t.Errorf("the rw mount's write did not reach the host: %q %v", b, err)
+	}
+}
+
+func TestMountRefusesSystemTargetsAndBadSyntax(t *testing.T) {
+	src := t.TempDir()
+	for _, tc := range []struct{ value, want string }{
+		{src + ":/usr", "would cover the system directory /usr"},
+		{src + ":/proc", "would cover the system directory /proc"},
+		{src + ":/", "would cover the system directory"},
+		{src + ":/dev/x", "inside /dev"},
+		{src + ":relative", "absolute"},
+		{src + ":/data:rx", "want ro or rw"},
+		{src, "SRC:DST"},
+		{"/nonexistent-ward-src:/data", "no such file"},
+	} {
+		r := run(t, opts{}, "run", "--mount="+tc.value, "--", "true")
+		if r.code != 2 || !strings.Contains(r.stderr, "--mount=") || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("--mount=%s: exit %d, want 2 with %q\n%s", tc.value, r.code, tc.want, r)
+		}
+	}
+}
+
+func TestVirtualFSShowsOnlyMountTargetsAndRunsPython(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, opts{}, "run", "--virtual-fs", "--allow-read="+dir, "--mount="+dir+":/sandbox/data", "--",
+		"sh", "-c", "test -e "+dir+" && echo allow-path-visible; test -d /sandbox/data && echo mount-visible; python3 -c 'print(6*7)'")
+	if strings.Contains(r.stdout, "allow-path-visible") || !strings.Contains(r.stdout, "mount-visible") || !strings.Contains(r.stdout, "42") {
+		t.Errorf("--virtual-fs view is wrong\n%s", r)
+	}
+}
+
+func TestLinkEscapesFromAWritableDirFail(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	if err := os.WriteFile(secret, []byte("TOPSECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A link planted on the host points outside the allowed dir.
+	if err := os.Symlink(secret, filepath.Join(dir, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, opts{}, "run", "--allow-write="+dir, "--", "sh", "-c",
+		"cat "+dir+"/planted; ln -s "+secret+" "+dir+"/mine && cat "+dir+"/mine; ln /etc/passwd "+dir+"/hard; echo done")
+	if strings.Contains(r.stdout, "TOPSECRET") {
+		t.Errorf("a symlink reached a host file outside the allow list\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "Invalid cross-device link") {
+		t.Errorf("a hard link to another mount's file did not fail with EXDEV\n%s", r)
+	}
+}
+
+func TestMaxFilesStopsThe21stFile(t *testing.T) {
+	r := run(t, opts{}, "run", "--max-files=20", "--", "sh", "-c",
+		"i=1; while [ $i -le 30 ]; do touch /tmp/f$i 2>/dev/null || { echo stopped at $i; break; }; i=$((i+1)); done")
+	if strings.TrimSpace(r.stdout) != "stopped at 21" {
+		t.Errorf("want the 21st file refused\n%s", r)
+	}
+}
+
+func TestDenyPatternHidesWhatItMatches(t *testing.T) {
+	r := run(t, opts{}, "run", "--deny-pattern=/etc/*", "--", "sh", "-c",
+		"wc -c < /etc/hostname; wc -c < /etc/os-release; ls /etc/ssl | wc -l; id -un")
+	got := strings.Fields(r.stdout)
+	if r.code != 0 || len(got) != 4 || got[0] != "0" || got[1] != "0" || got[2] != "0" || got[3] != "sandbox" {
+		t.Errorf("want /etc/hostname, /etc/os-release (a link) and /etc/ssl emptied, the user still known\n%s", r)
+	}
+}
+
+func TestHostSocketsHiddenUnlessAllowed(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "app.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	if err := os.Chmod(sock, 0o777); err != nil { // as X11's socket is
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("HOST-SOCKET\n"))
+			c.Close()
+		}
+	}()
+	probe := "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('" + sock + "'); print(s.recv(64).decode().strip())\nexcept OSError as e:\n    print('refused', e.errno)\n"
+	if r := run(t, opts{stdin: probe}, "run", "--allow-read="+dir, "--", "python3", "-"); strings.Contains(r.stdout, "HOST-SOCKET") {
+		t.Errorf("a host socket in an allowed dir was reachable without --allow-sockets\n%s", r)
+	}
+	if r := run(t, opts{stdin: probe}, "run", "--allow-read="+dir, "--allow-sockets", "--", "python3", "-"); !strings.Contains(r.stdout, "HOST-SOCKET") {
+		t.Errorf("--allow-sockets did not let the socket through\n%s", r)
+	}
+}
+
+func TestWorkdirMustExistInside(t *testing.T) {
+	r := run(t, opts{}, "run", "--workdir=/no/such/dir", "--", "true")
+	if r.code != 2 || !strings.Contains(r.stderr, "--workdir=/no/such/dir") {
+		t.Errorf("exit %d, want 2 naming --workdir\n%s", r.code, r)
+	}
+	dir := t.TempDir()
+	if r := run(t, opts{}, "run", "--allow-write="+dir, "--workdir="+dir, "--", "pwd"); strings.TrimSpace(r.stdout) != dir {
+		t.Errorf("--workdir in an allowed dir: %s", r)
+	}
+}
+
+func TestMinimalDevAndProc(t *testing.T) {
+	r := run(t, opts{}, "run", "--", "sh", "-c", "ls /dev; ls /sys 2>&1; head -c 16 /proc/kcore 2>/dev/null | wc -c")
+	for _, bad := range []string{"sda", "vda", "nvme", "mem\n", "kmsg", "port"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("/dev shows %q\n%s", bad, r)
+		}
+	}
+	if !strings.Contains(r.stdout, "No such file or directory") {
+		t.Errorf("/sys is visible\n%s", r)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(r.stdout), "0") {
+		t.Errorf("/proc/kcore gave bytes\n%s", r)
+	}
+}
+
+// TestMountTargetRaceNeverRedirects: one sandbox keeps swapping a directory
+// for a symlink (to /etc, and to a host path) inside a writable dir it
+// shares with other sandboxes that mount onto that directory while it
+// swaps. A mount either lands at the real directory or setup fails; it
+// never lands where a link points.
+func TestMountTargetRaceNeverRedirects(t *testing.T) {
+	shared, src := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "marker"), []byte("MOUNTED\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swapper := `end=$(( $(date +%s) + 4 ))
+while [ $(date +%s) -lt $end ]; do
+  rm -rf ` + shared + `/sub; mkdir ` + shared + `/sub
+  rm -rf ` + shared + `/sub; ln -s /etc ` + shared + `/sub
+  rm -rf ` + shared + `/sub; ln -s ` + src + ` ` + shared + `/sub
+done; echo swapped`
+	p := startWard(t, opts{}, "run", "--allow-write="+shared, "--", "sh", "-c", swapper)
+	mounted, failed := 0, 0
+	for i := 0; i < 15 && !p.exited(); i++ {
+		r := run(t, opts{}, "run", "--allow-write="+shared, "--mount="+src+":"+shared+"/sub", "--",
+			"sh", "-c", "cat /etc/hostname; cat "+shared+"/sub/marker 2>/dev/null")
+		switch r.code {
+		case 0, 1: // 1: mounted, then the swapper removed the directory under it
+			mounted++
+			if !strings.HasPrefix(r.stdout, "sandbox\n") {
+				t.Errorf("the mount landed on /etc through a planted link\n%s", r)
+			}
+		case 71:
+			failed++
+			if !strings.Contains(r.stderr, "mount point") {
+				t.Errorf("setup failed for another reason\n%s", r)
+			}
+		default:
+			t.Errorf("unexpected exit %d\n%s", r.code, r)
+		}
+	}
+	p.wait()
+	t.Logf("%d sandboxes mounted, %d refused a planted link", mounted, failed)
+	if b, err := os.ReadFile("/etc/hostname"); err != nil || strings.Contains(string(b), "MOUNTED") {
+		t.Errorf("the host's /etc changed: %q %v", b, err)
 	}
 }

@@ -52,6 +52,17 @@ func IsInit() bool {
 	return len(os.Args) == 2 && os.Args[1] == initArg && os.Getpid() == 1
 }
 
+// IsIdmapHolder reports whether this process only holds a user namespace
+// open for an idmapped mount (see ward's mounts.go): it waits for EOF on
+// stdin and exits.
+func IsIdmapHolder() bool { return len(os.Args) == 1 && os.Args[0] == "ward-idmap" }
+
+// RunIdmapHolder waits for EOF on stdin, then exits.
+func RunIdmapHolder() {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
 // IsGate reports whether this process is a gate forked by the init.
 func IsGate() bool {
 	return len(os.Args) == 2 && os.Args[1] == gateArg && os.Getppid() == 1
@@ -91,6 +102,8 @@ var initSteps = []step{
 	{name: "enter-new-root", run: func(*proc) error { return fs.EnterNewRoot() }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
 	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
+	{name: "mount-user-paths", run: func(p *proc) error { return fs.MountUser(p.spec.UserMounts) }, when: func(p *proc) bool { return len(p.spec.UserMounts) > 0 }},
+	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
 	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }},
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},

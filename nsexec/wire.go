@@ -55,6 +55,10 @@ type Spec struct {
 	Dir      string   `json:"dir"`
 	Hostname string   `json:"hostname"`
 	Plan     *fs.Plan `json:"plan"`
+	// UserMounts are attached after the host's root is gone, by fd (after
+	// the CgroupFDs); DenyPatterns are masked after them.
+	UserMounts   []fs.UserMount `json:"user_mounts,omitempty"`
+	DenyPatterns []string       `json:"deny,omitempty"`
 	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
 	LoopbackUp bool   `json:"lo"`
 	UID        int    `json:"uid"`

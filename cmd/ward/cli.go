@@ -41,6 +41,12 @@ type runFlags struct {
 	meta            string
 	seccomp         string
 	allowRead       []string
+	allowWrite      []string
+	mounts          []string
+	virtualFS       bool
+	denyPatterns    []string
+	allowSockets    bool
+	maxFiles        int
 	fileDescriptors int
 	env             []string
 	network         string
@@ -88,6 +94,12 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.seccomp, "seccomp", ward.SeccompDefault, "syscall policy: default, strict, unconfined (unsafe), or an OCI/Docker JSON profile FILE")
 	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
 	fl.StringArrayVar(&f.allowRead, "allow-read", nil, "bind PATH read-only (and noexec) at the same path inside (repeatable)")
+	fl.StringArrayVar(&f.allowWrite, "allow-write", nil, "bind PATH read-write at the same path inside; what the program creates there is the caller's (repeatable)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "bind SRC at DST inside: SRC:DST[:ro|rw], ro by default (repeatable)")
+	fl.BoolVar(&f.virtualFS, "virtual-fs", false, "show only the system dirs, the scratch space and the --mount targets (not --allow-* paths)")
+	fl.StringArrayVar(&f.denyPatterns, "deny-pattern", nil, "hide what this glob on paths inside matches, e.g. '/etc/*' (repeatable)")
+	fl.BoolVar(&f.allowSockets, "allow-sockets", false, "let unix sockets inside allowed paths be seen (each is a way out)")
+	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
 	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
@@ -109,6 +121,11 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		Log:             f.sandboxLog,
 		Seccomp:         f.seccomp,
 		AllowRead:       f.allowRead,
+		AllowWrite:      f.allowWrite,
+		VirtualFS:       f.virtualFS,
+		DenyPatterns:    f.denyPatterns,
+		AllowSockets:    f.allowSockets,
+		MaxFiles:        f.maxFiles,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,
@@ -146,6 +163,16 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 			return cfg, fmt.Errorf("--%s=%s: must be more than 0", sz.flag, sz.val)
 		}
 		*sz.dst = n
+	}
+	for _, m := range f.mounts {
+		mnt, err := ward.ParseMount(m)
+		if err != nil {
+			return cfg, fmt.Errorf("--mount=%s: %w", m, err)
+		}
+		cfg.Mounts = append(cfg.Mounts, mnt)
+	}
+	if f.maxFiles < 0 {
+		return cfg, fmt.Errorf("--max-files=%d: want a positive number", f.maxFiles)
 	}
 	cfg.CPULimit = f.cpuLimit
 	cfg.Processes = f.processes
