@@ -44,6 +44,7 @@ const (
 	DefaultTmpSize         = 256 << 20 // /tmp tmpfs size
 	DefaultHomeSize        = 64 << 20  // /home/sandbox tmpfs size
 	DefaultScratchInodes   = 16384     // inode cap of each scratch tmpfs
+	DefaultOverlaySize     = 512 << 20 // writes through --overlay
 	// MinMemoryLimit: below this even the program's exec cannot succeed,
 	// and the result would be an OOM that says nothing about the program.
 	MinMemoryLimit = 1 << 20
@@ -79,6 +80,10 @@ type Config struct {
 	// AllowSockets lets unix sockets inside allowed paths be seen (each one
 	// is a way out of the sandbox); by default they are hidden.
 	AllowSockets bool
+	// Overlay makes the whole system view writable through a size-capped
+	// tmpfs layer thrown away at exit (OverlaySize, 0: DefaultOverlaySize).
+	Overlay     bool
+	OverlaySize int64
 	// MaxFiles caps the inodes of each writable scratch tmpfs; 0 means
 	// DefaultScratchInodes.
 	MaxFiles int

@@ -190,14 +190,17 @@ func openMounts(ms []hostMount, allowSockets bool, first int) (*openedMounts, er
 // mount idmapped with it, a file owned by the caller is the sandbox user's
 // inside, and a file the sandbox user creates is the caller's on disk. A
 // short-lived child holds the namespace while its fd is opened.
-func idmapUserns() (*os.File, error) {
+func idmapUserns() (*os.File, error) { return idmapUsernsFor(os.Getuid(), os.Getgid()) }
+
+// idmapUsernsFor maps the on-disk uid and gid given to the sandbox user's.
+func idmapUsernsFor(uid, gid int) (*os.File, error) {
 	host := nsexec.HostUIDBase + SandboxUID
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"ward-idmap"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: host, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: nsexec.HostUIDBase + SandboxGID, Size: 1}},
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: host, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: nsexec.HostUIDBase + SandboxGID, Size: 1}},
 		Pdeathsig:   syscall.SIGKILL,
 	}
 	stdin, err := cmd.StdinPipe()
@@ -264,4 +267,49 @@ func (o *openedMounts) giveBack() error {
 	}
 	o.fallback = nil
 	return first
+}
+
+// openOverlayLowers clones, for --overlay, each system directory that
+// becomes an overlay, idmapped so that host root's files are the sandbox
+// user's: the program can then change any of them (in the upper layer).
+// Where a file system cannot be idmapped (9p, tmpfs before 6.3) the clone
+// stays as it is and its existing files stay read-only to the program;
+// notes says which. fds are numbered from first.
+func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []string, err error) {
+	var idmap *os.File
+	defer func() {
+		if idmap != nil {
+			idmap.Close()
+		}
+	}()
+	for i := range plan.Ops {
+		op := &plan.Ops[i]
+		if op.Kind != wfs.KindOverlay {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, op.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			closeAll(files)
+			return nil, nil, fmt.Errorf("overlay: clone %s: %w", op.Src, err)
+		}
+		files = append(files, os.NewFile(uintptr(fd), op.Src))
+		if idmap == nil {
+			if idmap, err = idmapUsernsFor(0, 0); err != nil {
+				closeAll(files)
+				return nil, nil, fmt.Errorf("overlay: %w", err)
+			}
+		}
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+			notes = append(notes, fmt.Sprintf("%s cannot be idmapped (%v): its existing files stay read-only", op.Src, err))
+		}
+		op.SrcFD = first + len(files) - 1
+	}
+	return files, notes, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }

@@ -135,13 +135,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return failSetup(res, &nsexec.SetupError{Step: "open-user-paths", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.UserMounts, spec.DenyPatterns = opened.mounts, cfg.DenyPatterns
+	lowers, notes, err := openOverlayLowers(spec.Plan, 4+len(procs)+len(opened.files))
+	if err != nil {
+		closeAll(procs)
+		opened.close()
+		return failSetup(res, &nsexec.SetupError{Step: "open-overlay", Errno: errnoOf(err), Msg: err.Error()})
+	}
+	defer closeAll(lowers)
+	for _, n := range notes {
+		log.v("Overlay: %s", n)
+	}
 	defer func() {
 		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
 			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
 		}
 	}()
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: opened.files,
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: append(opened.files, lowers...),
 	})
 	for _, f := range procs {
 		f.Close() // the init has its own copies
@@ -369,11 +379,12 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
 		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: scratchInodes(cfg.MaxFiles),
+		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &nsexec.Spec{
+	spec := &nsexec.Spec{
 		Args:       cfg.Args,
 		Env:        sandboxEnv(cfg.Env, os.Environ(), home),
 		Dir:        cfg.Workdir,
@@ -383,10 +394,15 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		UID:        SandboxUID,
 		GID:        SandboxGID,
 		NoFile:     uint64(cfg.FileDescriptors),
+		Overlay:    cfg.Overlay,
 		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
 		FileSize:   uint64(cfg.MaxFileSize),
 		TTY:        cfg.TTY,
-	}, nil
+	}
+	if cfg.Overlay {
+		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
+	}
+	return spec, nil
 }
 
 // seccompPrograms compiles the policy named in cfg (built-ins once per
@@ -401,6 +417,16 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 		return seccomp.CompileCached(seccomp.Strict())
 	}
 	return seccomp.CompileFile(name)
+}
+
+func overlaySize(cfg Config) int64 {
+	if !cfg.Overlay {
+		return 0
+	}
+	if cfg.OverlaySize > 0 {
+		return cfg.OverlaySize
+	}
+	return DefaultOverlaySize
 }
 
 // scratchInodes is the inode cap of a scratch tmpfs holding at most

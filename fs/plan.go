@@ -28,6 +28,9 @@ const (
 	KindMask    Kind = "mask"    // hide Dst (inside): /dev/null over a file, an empty read-only tmpfs over a dir
 	KindRebind  Kind = "rebind"  // bind Dst (inside) onto itself read-only
 	KindSeal    Kind = "seal"    // make the mount at Dst read-only (not recursive)
+	KindOverlay Kind = "overlay" // an overlay at Dst: host Src below, a layer in OverlayDir above
+	KindCopy    Kind = "copy"    // copy the host file Src to Dst (writable, in the root tmpfs)
+	KindHide    Kind = "hide"    // lazily unmount Dst and remove it (the overlay layers' tmpfs)
 )
 
 // Op is one step of building the root. Paths in Dst are absolute paths
@@ -47,6 +50,12 @@ type Op struct {
 	Exec bool `json:"x,omitempty"`
 	// NoExec adds noexec to a bind (data the user allowed, not programs).
 	NoExec bool `json:"nx,omitempty"`
+	// SrcFD (overlay): a detached, idmapped clone of Src that the parent
+	// made and passed; it becomes the lower layer. UID/GID own the upper
+	// layer's root, so the sandbox user may write.
+	SrcFD int `json:"fd,omitempty"`
+	UID   int `json:"uid,omitempty"`
+	GID   int `json:"gid,omitempty"`
 }
 
 // Plan is the whole root, in the order the init builds it.
@@ -63,7 +72,17 @@ type Options struct {
 	TmpSize       int64  // bytes of /tmp
 	HomeSize      int64  // bytes of Home
 	ScratchInodes int    // inode cap of /tmp and Home
+	// Overlay makes the system view writable: each system directory an
+	// overlay whose upper layer lives in a tmpfs of OverlaySize bytes, /etc
+	// copied into the (then writable) root; all of it gone at exit.
+	Overlay     bool
+	OverlaySize int64
 }
+
+// OverlayDir holds the overlays' upper and work directories while the root
+// is built; it is unmounted (the overlays keep it alive) before the
+// program runs, so nothing inside can reach the layers directly.
+const OverlayDir = "/.ward-overlay"
 
 // SystemDirs are the host's top-level directories bound read-only into
 // every sandbox (or recreated as the same symlink on merged-/usr hosts).
@@ -98,7 +117,22 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // /tmp and home. It reads the host (lstat, readlink) but changes nothing.
 func DefaultPlan(o Options) (*Plan, error) {
 	p := &Plan{}
-	add := func(op Op) { p.Ops = append(p.Ops, op) }
+	add := func(op Op) {
+		if o.Overlay && op.Kind == KindBind && !op.RW {
+			// Writable through an overlay: directories get one, files
+			// are copied into the root tmpfs.
+			if fi, err := os.Stat(op.Src); err == nil && fi.IsDir() {
+				op.Kind, op.UID, op.GID = KindOverlay, o.UID, o.GID
+			} else {
+				op.Kind = KindCopy
+			}
+		}
+		p.Ops = append(p.Ops, op)
+	}
+	if o.Overlay {
+		p.Ops = append(p.Ops, Op{Kind: KindTmpfs, Dst: OverlayDir, RW: true, Exec: true,
+			Data: fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", o.OverlaySize, o.ScratchInodes)})
+	}
 
 	for _, d := range SystemDirs {
 		fi, err := os.Lstat(d)
@@ -177,6 +211,9 @@ func DefaultPlan(o Options) (*Plan, error) {
 		add(Op{Kind: KindRebind, Dst: r})
 	}
 
+	if o.Overlay {
+		add(Op{Kind: KindHide, Dst: OverlayDir})
+	}
 	add(Op{Kind: KindTmpfs, Dst: "/tmp", RW: true, Exec: true,
 		Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
 	add(Op{Kind: KindTmpfs, Dst: o.Home, RW: true, Exec: true,

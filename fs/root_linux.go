@@ -56,9 +56,12 @@ func MakeMountsPrivate() error {
 // namespace only to have a mount point; after pivot_root it is "/", and
 // OldRoot/tmp shows the host's /tmp again, so any host path can still be a
 // bind source. Runs in the init.
-func EnterNewRoot() error {
+func EnterNewRoot(size int64) error {
+	if size <= 0 {
+		size = 1 << 20 // the plan's synthetic files and mount points
+	}
 	// nosuid/nodev: nothing on the root itself is a device or setuid.
-	if err := unix.Mount("ward-root", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+	if err := unix.Mount("ward-root", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=0755,size=%d,nr_inodes=65536", size)); err != nil {
 		return fail("mount tmpfs root", "/tmp", err)
 	}
 	if err := os.Mkdir("/tmp"+OldRoot, 0o700); err != nil {
@@ -97,6 +100,32 @@ func DetachOldRoot() error {
 		return fail("rmdir", OldRoot, err)
 	}
 	return nil
+}
+
+// GiveRootTo makes what the plan made in the root tmpfs (not what is
+// mounted on it) uid:gid's, so that with --overlay the program may write
+// anywhere in its view.
+func GiveRootTo(uid, gid int) error {
+	var root unix.Stat_t
+	if err := unix.Lstat("/", &root); err != nil {
+		return fail("lstat", "/", err)
+	}
+	return filepath.WalkDir("/", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Dev != root.Dev {
+			if d.IsDir() && p != "/" {
+				return filepath.SkipDir // another mount
+			}
+			return nil
+		}
+		if err := unix.Lchown(p, uid, gid); err != nil {
+			return fail("chown", p, err)
+		}
+		return nil
+	})
 }
 
 // SealRoot makes the root tmpfs itself read-only; the scratch mounts on it
@@ -176,6 +205,17 @@ func apply(op Op) error {
 		return bind(op.Dst, op.Dst, Op{})
 	case KindSeal:
 		return seal(op.Dst)
+	case KindOverlay:
+		return overlay(op)
+	case KindCopy:
+		return copyFile(OldRoot+op.Src, op.Dst)
+	case KindHide:
+		if err := unix.Unmount(op.Dst, unix.MNT_DETACH); err != nil {
+			return fail("umount", op.Dst, err)
+		}
+		if err := os.Remove(op.Dst); err != nil {
+			return fail("rmdir", op.Dst, err)
+		}
 	default:
 		return fail("plan", op.Dst, fmt.Errorf("unknown op kind %q", op.Kind))
 	}
@@ -211,6 +251,64 @@ func bind(src, dst string, op Op) error {
 		return fail("mount_setattr", dst, err)
 	}
 	return checkReadOnly(dst, !op.RW)
+}
+
+// overlay mounts an overlay at op.Dst: the host's op.Src below, an upper
+// layer in OverlayDir above. In a user namespace overlayfs keeps its
+// metadata in user.* xattrs (userxattr); where the upper file system has
+// none (tmpfs before 6.6) it mounts without, with fewer features.
+func overlay(op Op) error {
+	upper, work, lower := OverlayDir+"/upper"+op.Dst, OverlayDir+"/work"+op.Dst, OldRoot+op.Src
+	for _, d := range []string{upper, work, op.Dst} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail("mkdir", d, err)
+		}
+	}
+	// The merged directory takes its owner from the upper layer's root.
+	if err := os.Chown(upper, op.UID, op.GID); err != nil {
+		return fail("chown", upper, err)
+	}
+	if op.SrcFD > 0 {
+		// The lower layer is the parent's idmapped clone: files of host
+		// root are the sandbox user's through it, so copy-up and writes
+		// work for the program.
+		lower = OverlayDir + "/lower" + op.Dst
+		if err := os.MkdirAll(lower, 0o755); err != nil {
+			return fail("mkdir", lower, err)
+		}
+		if err := unix.MoveMount(op.SrcFD, "", unix.AT_FDCWD, lower, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fail("move_mount lower "+op.Src, lower, err)
+		}
+	}
+	data := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	err := unix.Mount("overlay", op.Dst, "overlay", flags, data+",userxattr")
+	if err != nil {
+		err = unix.Mount("overlay", op.Dst, "overlay", flags, data)
+	}
+	if err != nil {
+		return fail("mount overlay", op.Dst, err)
+	}
+	return nil
+}
+
+// copyFile copies a host file into the root tmpfs, keeping its mode.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fail("read", src, err)
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fail("stat", src, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fail("mkdir", filepath.Dir(dst), err)
+	}
+	if err := os.WriteFile(dst, b, fi.Mode().Perm()); err != nil {
+		return fail("write", dst, err)
+	}
+	return nil
 }
 
 // seal makes the single mount at path read-only.

@@ -99,12 +99,13 @@ type step struct {
 var initSteps = []step{
 	{name: "close-inherited-fds", run: func(*proc) error { return closeInheritedFds() }},
 	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
-	{name: "enter-new-root", run: func(*proc) error { return fs.EnterNewRoot() }},
+	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
 	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
 	{name: "mount-user-paths", run: func(p *proc) error { return fs.MountUser(p.spec.UserMounts) }, when: func(p *proc) bool { return len(p.spec.UserMounts) > 0 }},
 	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
-	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }},
+	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }, when: func(p *proc) bool { return !p.spec.Overlay }},
+	{name: "give-root-to-user", run: func(p *proc) error { return fs.GiveRootTo(p.spec.UID, p.spec.GID) }, when: func(p *proc) bool { return p.spec.Overlay }},
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
 	// Nobody inside may ptrace the init or read its memory through /proc.

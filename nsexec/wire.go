@@ -57,8 +57,12 @@ type Spec struct {
 	Plan     *fs.Plan `json:"plan"`
 	// UserMounts are attached after the host's root is gone, by fd (after
 	// the CgroupFDs); DenyPatterns are masked after them.
-	UserMounts   []fs.UserMount `json:"user_mounts,omitempty"`
-	DenyPatterns []string       `json:"deny,omitempty"`
+	UserMounts []fs.UserMount `json:"user_mounts,omitempty"`
+	// RootSize is the root tmpfs's size (0: small); Overlay leaves the root
+	// writable (the plan made the system view an overlay).
+	RootSize     int64    `json:"root_size,omitempty"`
+	Overlay      bool     `json:"overlay,omitempty"`
+	DenyPatterns []string `json:"deny,omitempty"`
 	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
 	LoopbackUp bool   `json:"lo"`
 	UID        int    `json:"uid"`

@@ -47,6 +47,7 @@ type runFlags struct {
 	denyPatterns    []string
 	allowSockets    bool
 	maxFiles        int
+	overlay         bool
 	fileDescriptors int
 	env             []string
 	network         string
@@ -99,6 +100,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.BoolVar(&f.virtualFS, "virtual-fs", false, "show only the system dirs, the scratch space and the --mount targets (not --allow-* paths)")
 	fl.StringArrayVar(&f.denyPatterns, "deny-pattern", nil, "hide what this glob on paths inside matches, e.g. '/etc/*' (repeatable)")
 	fl.BoolVar(&f.allowSockets, "allow-sockets", false, "let unix sockets inside allowed paths be seen (each is a way out)")
+	fl.BoolVar(&f.overlay, "overlay", false, "make the whole system view writable; the writes (512M at most) vanish at exit")
 	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
@@ -126,6 +128,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		DenyPatterns:    f.denyPatterns,
 		AllowSockets:    f.allowSockets,
 		MaxFiles:        f.maxFiles,
+		Overlay:         f.overlay,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,
