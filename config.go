@@ -84,6 +84,9 @@ type Config struct {
 	// tmpfs layer thrown away at exit (OverlaySize, 0: DefaultOverlaySize).
 	Overlay     bool
 	OverlaySize int64
+	// OverlayKeep, a host directory that exists and is empty, receives the
+	// overlay's changes (the upper layers) at the end; it implies Overlay.
+	OverlayKeep string
 	// MaxFiles caps the inodes of each writable scratch tmpfs; 0 means
 	// DefaultScratchInodes.
 	MaxFiles int

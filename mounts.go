@@ -102,10 +102,12 @@ type openedMounts struct {
 	fallback []lent
 }
 
-// lent is a writable directory whose owner ward changed for the run.
+// lent is a writable directory whose owner ward changed for the run:
+// from uid:gid to the host ids to:toGID.
 type lent struct {
-	path     string
-	uid, gid int
+	path      string
+	uid, gid  int
+	to, toGID int
 }
 
 func (o *openedMounts) close() {
@@ -159,7 +161,7 @@ func openMounts(ms []hostMount, allowSockets bool, first int) (*openedMounts, er
 				// The file system cannot be idmapped (tmpfs before 6.3,
 				// some network file systems): lend the top directory to
 				// the sandbox user for the run, give everything back after.
-				l, err := lend(m.src)
+				l, err := lend(m.src, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID)
 				if err != nil {
 					o.close()
 					o.giveBack()
@@ -190,17 +192,19 @@ func openMounts(ms []hostMount, allowSockets bool, first int) (*openedMounts, er
 // mount idmapped with it, a file owned by the caller is the sandbox user's
 // inside, and a file the sandbox user creates is the caller's on disk. A
 // short-lived child holds the namespace while its fd is opened.
-func idmapUserns() (*os.File, error) { return idmapUsernsFor(os.Getuid(), os.Getgid()) }
+func idmapUserns() (*os.File, error) {
+	return idmapUsernsFor(os.Getuid(), os.Getgid(), nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID)
+}
 
-// idmapUsernsFor maps the on-disk uid and gid given to the sandbox user's.
-func idmapUsernsFor(uid, gid int) (*os.File, error) {
-	host := nsexec.HostUIDBase + SandboxUID
+// idmapUsernsFor maps the on-disk uid and gid given to the host ids host
+// and hostGID.
+func idmapUsernsFor(uid, gid, host, hostGID int) (*os.File, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"ward-idmap"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: host, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: nsexec.HostUIDBase + SandboxGID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}},
 		Pdeathsig:   syscall.SIGKILL,
 	}
 	stdin, err := cmd.StdinPipe()
@@ -226,13 +230,13 @@ func idmapUsernsFor(uid, gid int) (*os.File, error) {
 // sandbox user's for the run, so the program can create files in it; the
 // files that were there stay the caller's (readable, not writable, unless
 // their mode says otherwise).
-func lend(path string) (lent, error) {
+func lend(path string, to, toGID int) (lent, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
 		return lent{}, fmt.Errorf("lend %s to the sandbox: %w", path, err)
 	}
-	l := lent{path: path, uid: int(st.Uid), gid: int(st.Gid)}
-	if err := unix.Lchown(path, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID); err != nil {
+	l := lent{path: path, uid: int(st.Uid), gid: int(st.Gid), to: to, toGID: toGID}
+	if err := unix.Lchown(path, to, toGID); err != nil {
 		return lent{}, fmt.Errorf("lend %s to the sandbox: %w", path, err)
 	}
 	return l, nil
@@ -241,7 +245,6 @@ func lend(path string) (lent, error) {
 // giveBack returns what the sandbox user owns under each lent directory to
 // the caller, and each directory to its owner.
 func (o *openedMounts) giveBack() error {
-	host, hostGID := nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil && !errors.Is(err, unix.ENOENT) {
@@ -254,7 +257,7 @@ func (o *openedMounts) giveBack() error {
 				return nil
 			}
 			var st unix.Stat_t
-			if unix.Lstat(p, &st) == nil && (int(st.Uid) == host || int(st.Gid) == hostGID) {
+			if unix.Lstat(p, &st) == nil && (int(st.Uid) == l.to || int(st.Gid) == l.toGID) {
 				if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil {
 					note(fmt.Errorf("give %s back to uid %d: %w", p, os.Getuid(), err))
 				}
@@ -294,7 +297,7 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 		}
 		files = append(files, os.NewFile(uintptr(fd), op.Src))
 		if idmap == nil {
-			if idmap, err = idmapUsernsFor(0, 0); err != nil {
+			if idmap, err = idmapUsernsFor(0, 0, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID); err != nil {
 				closeAll(files)
 				return nil, nil, fmt.Errorf("overlay: %w", err)
 			}
@@ -306,6 +309,39 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 		op.SrcFD = first + len(files) - 1
 	}
 	return files, notes, nil
+}
+
+// openOverlayKeep clones the caller's --overlay-keep directory for the
+// init, which copies the overlays' changes into it at the end: idmapped so
+// that what the init (root inside, host uid HostUIDBase) writes is the
+// caller's, or else lent to the init's host uid for the run and given back.
+func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("--overlay-keep=%s: clone: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
+	}
+	idmap, err := idmapUsernsFor(os.Getuid(), os.Getgid(), nsexec.HostUIDBase, nsexec.HostUIDBase)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
+	}
+	defer idmap.Close()
+	id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, id); err != nil {
+		l, err := lend(dir, nsexec.HostUIDBase, nsexec.HostUIDBase)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
+		}
+		o.fallback = append(o.fallback, l)
+	}
+	return f, nil
 }
 
 func closeAll(files []*os.File) {

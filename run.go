@@ -55,6 +55,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.OverlayKeep != "" {
+		cfg.Overlay = true
+		dir, err := checkKeepDir(cfg.OverlayKeep)
+		if err != nil {
+			return nil, err
+		}
+		cfg.OverlayKeep = dir
+	}
 	t0 := time.Now()
 	userMounts, err := resolveMounts(cfg)
 	if err != nil {
@@ -144,6 +152,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer closeAll(lowers)
 	for _, n := range notes {
 		log.v("Overlay: %s", n)
+	}
+	if cfg.OverlayKeep != "" {
+		keep, err := opened.openOverlayKeep(cfg.OverlayKeep)
+		if err != nil {
+			closeAll(procs)
+			opened.close()
+			return failSetup(res, &nsexec.SetupError{Step: "open-overlay-keep", Errno: errnoOf(err), Msg: err.Error()})
+		}
+		defer keep.Close()
+		lowers = append(lowers, keep)
+		spec.OverlayKeepFD = 4 + len(procs) + len(opened.files) + len(lowers) - 1
 	}
 	defer func() {
 		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
@@ -281,6 +300,9 @@ func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv su
 		if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
 			res.SyscallsDenied = append([]seccomp.Denial{}, ex.Denied...)
 		}
+		if ex.KeepError != "" && cfg.LogWriter != nil {
+			fmt.Fprintf(cfg.LogWriter, "ward: --overlay-keep=%s: %s\n", cfg.OverlayKeep, ex.KeepError)
+		}
 	} else if ru := sb.Rusage(); ru != nil {
 		setUsage(res, ru.Utime.Sec*1e6+ru.Utime.Usec, ru.Stime.Sec*1e6+ru.Stime.Usec, ru.Maxrss)
 	}
@@ -417,6 +439,24 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 		return seccomp.CompileCached(seccomp.Strict())
 	}
 	return seccomp.CompileFile(name)
+}
+
+// checkKeepDir resolves the --overlay-keep directory: it must exist, be a
+// directory and be empty (so what is there afterwards is the overlay's).
+func checkKeepDir(dir string) (string, error) {
+	cwd, _ := os.Getwd()
+	real, err := fs.ResolveSource(dir, cwd)
+	if err != nil {
+		return "", &ConfigError{Key: "overlay-keep", Value: dir, Reason: err.Error()}
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		return "", &ConfigError{Key: "overlay-keep", Value: dir, Reason: "want an empty directory: " + err.Error()}
+	}
+	if len(entries) > 0 {
+		return "", &ConfigError{Key: "overlay-keep", Value: dir, Reason: "want an empty directory"}
+	}
+	return real, nil
 }
 
 func overlaySize(cfg Config) int64 {

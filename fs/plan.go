@@ -30,7 +30,6 @@ const (
 	KindSeal    Kind = "seal"    // make the mount at Dst read-only (not recursive)
 	KindOverlay Kind = "overlay" // an overlay at Dst: host Src below, a layer in OverlayDir above
 	KindCopy    Kind = "copy"    // copy the host file Src to Dst (writable, in the root tmpfs)
-	KindHide    Kind = "hide"    // lazily unmount Dst and remove it (the overlay layers' tmpfs)
 )
 
 // Op is one step of building the root. Paths in Dst are absolute paths
@@ -211,9 +210,6 @@ func DefaultPlan(o Options) (*Plan, error) {
 		add(Op{Kind: KindRebind, Dst: r})
 	}
 
-	if o.Overlay {
-		add(Op{Kind: KindHide, Dst: OverlayDir})
-	}
 	add(Op{Kind: KindTmpfs, Dst: "/tmp", RW: true, Exec: true,
 		Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
 	add(Op{Kind: KindTmpfs, Dst: o.Home, RW: true, Exec: true,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -98,6 +99,80 @@ func DetachOldRoot() error {
 	}
 	if err := os.Remove(OldRoot); err != nil {
 		return fail("rmdir", OldRoot, err)
+	}
+	return nil
+}
+
+// HideOverlayLayers lazily unmounts the overlays' layer tmpfs (the
+// overlays keep it alive) and removes its mount point, so the program
+// reaches the layers only through the overlays. With keep it first opens,
+// and returns, an fd of the upper layers' root for KeepUpper.
+func HideOverlayLayers(keep bool) (int, error) {
+	fd := -1
+	if keep {
+		var err error
+		if fd, err = unix.Open(OverlayDir+"/upper", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+			return -1, fail("open", OverlayDir+"/upper", err)
+		}
+	}
+	if err := unix.Unmount(OverlayDir, unix.MNT_DETACH); err != nil {
+		return -1, fail("umount", OverlayDir, err)
+	}
+	if err := os.Remove(OverlayDir); err != nil {
+		return -1, fail("rmdir", OverlayDir, err)
+	}
+	return fd, nil
+}
+
+// KeepUpper copies the overlays' upper layers (fd from HideOverlayLayers)
+// into dst (an fd of the caller's directory, a detached mount): changed and
+// new files, directories and links, each at its path inside (usr/...,
+// etc/...); what the program deleted is listed in .ward-whiteouts. Runs
+// in the init after the program's processes are gone.
+func KeepUpper(upper, dst int) error {
+	// "/." makes the walk start beyond the magic link, which Lstat would
+	// otherwise report as a mere symlink.
+	src := fmt.Sprintf("/proc/self/fd/%d/.", upper)
+	out := fmt.Sprintf("/proc/self/fd/%d", dst)
+	var whiteouts []string
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Clean(src), p)
+		if rel == "." || p == src {
+			return nil
+		}
+		target := filepath.Join(out, rel)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&os.ModeCharDevice != 0:
+			whiteouts = append(whiteouts, "/"+rel) // overlayfs's mark of a deleted file
+		case fi.IsDir():
+			return os.Mkdir(target, fi.Mode().Perm()|0o700)
+		case fi.Mode()&os.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err == nil && len(whiteouts) > 0 {
+		err = os.WriteFile(filepath.Join(out, ".ward-whiteouts"), []byte(strings.Join(whiteouts, "\n")+"\n"), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("keep the overlay's changes: %w", err)
 	}
 	return nil
 }
@@ -209,13 +284,6 @@ func apply(op Op) error {
 		return overlay(op)
 	case KindCopy:
 		return copyFile(OldRoot+op.Src, op.Dst)
-	case KindHide:
-		if err := unix.Unmount(op.Dst, unix.MNT_DETACH); err != nil {
-			return fail("umount", op.Dst, err)
-		}
-		if err := os.Remove(op.Dst); err != nil {
-			return fail("rmdir", op.Dst, err)
-		}
 	default:
 		return fail("plan", op.Dst, fmt.Errorf("unknown op kind %q", op.Kind))
 	}

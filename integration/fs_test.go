@@ -328,3 +328,35 @@ func TestOverlayChangesExistingSystemFiles(t *testing.T) {
 		t.Errorf("the host's file changed")
 	}
 }
+
+// TestOverlayKeepCopiesTheChangesToTheCaller: --overlay-keep=DIR receives
+// what the program changed (new files, and the list of what it deleted),
+// owned by the caller; the host's system stays as it was.
+func TestOverlayKeepCopiesTheChangesToTheCaller(t *testing.T) {
+	keep := t.TempDir()
+	name := "ward-keep-" + uniqueArg()
+	r := run(t, opts{}, "run", "--overlay-keep="+keep, "--", "sh", "-c",
+		"mkdir -p /usr/"+name+"/sub && echo kept > /usr/"+name+"/sub/f && ln -s f /usr/"+name+"/sub/l")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r)
+	}
+	for _, p := range []string{"usr/" + name + "/sub/f", "usr/" + name + "/sub/l"} {
+		fi, err := os.Lstat(filepath.Join(keep, p))
+		if err != nil {
+			t.Errorf("%s not kept: %v\n%s", p, err, r)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
+			t.Errorf("%s kept as uid %d, want the caller %d", p, st.Uid, os.Getuid())
+		}
+	}
+	if _, err := os.Lstat("/usr/" + name); err == nil {
+		t.Errorf("the change reached the host's /usr")
+	}
+	if err := os.WriteFile(filepath.Join(keep, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, opts{}, "run", "--overlay-keep="+keep, "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "--overlay-keep=") {
+		t.Errorf("a non-empty --overlay-keep dir must be refused with 2\n%s", r)
+	}
+}

@@ -73,6 +73,7 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // proc is one side's state: the protocol socket and the spec.
 type proc struct {
+	upper int // the overlays' upper layers, for --overlay-keep (0: none)
 	conn  *os.File
 	enc   *json.Encoder
 	dec   *json.Decoder
@@ -101,6 +102,7 @@ var initSteps = []step{
 	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
 	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
+	{name: "hide-overlay-layers", run: (*proc).hideOverlayLayers, when: func(p *proc) bool { return p.spec.Overlay }},
 	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
 	{name: "mount-user-paths", run: func(p *proc) error { return fs.MountUser(p.spec.UserMounts) }, when: func(p *proc) bool { return len(p.spec.UserMounts) > 0 }},
 	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
@@ -323,6 +325,14 @@ func (p *proc) loadSeccomp() error {
 	return nil
 }
 
+func (p *proc) hideOverlayLayers() error {
+	fd, err := fs.HideOverlayLayers(p.spec.OverlayKeepFD > 0)
+	if fd > 0 {
+		p.upper = fd
+	}
+	return err
+}
+
 // lockSecurebits makes uid 0 mean nothing (no capabilities on exec, none
 // kept or regained across uid changes, no ambient raise) and locks it all,
 // so neither the program nor anything it execs can undo it. It needs
@@ -469,6 +479,19 @@ func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listene
 			}
 			if listener != nil {
 				ex.Denied = listener.Denials()
+			}
+			if p.upper > 0 {
+				// A still snapshot: nothing of the sandbox runs while the
+				// changes are copied out.
+				_ = syscall.Kill(-1, syscall.SIGKILL)
+				for {
+					if r, _ := syscall.Wait4(-1, nil, 0, nil); r <= 0 {
+						break
+					}
+				}
+				if err := fs.KeepUpper(p.upper, p.spec.OverlayKeepFD); err != nil {
+					ex.KeepError = err.Error()
+				}
 			}
 			p.send(Msg{Type: MsgExit, Exit: &ex})
 			os.Exit(0)

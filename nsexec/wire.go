@@ -63,6 +63,10 @@ type Spec struct {
 	RootSize     int64    `json:"root_size,omitempty"`
 	Overlay      bool     `json:"overlay,omitempty"`
 	DenyPatterns []string `json:"deny,omitempty"`
+	// OverlayKeepFD is a detached mount of the caller's --overlay-keep
+	// directory (0: none): the init copies the upper layers into it at the
+	// end.
+	OverlayKeepFD int `json:"overlay_keep_fd,omitempty"`
 	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
 	LoopbackUp bool   `json:"lo"`
 	UID        int    `json:"uid"`
@@ -99,6 +103,8 @@ type Exit struct {
 	// Voluntary and forced context switches (isolate's csw-*).
 	NVCSw  int64 `json:"nvcsw"`
 	NIVCSw int64 `json:"nivcsw"`
+	// KeepError says why the overlay's changes could not be kept.
+	KeepError string `json:"keep_error,omitempty"`
 	// Denied are the syscalls the policy denied (SeccompNotify only).
 	Denied []seccomp.Denial `json:"denied,omitempty"`
 	Reaped int              `json:"reaped"`

@@ -48,6 +48,7 @@ type runFlags struct {
 	allowSockets    bool
 	maxFiles        int
 	overlay         bool
+	overlayKeep     string
 	fileDescriptors int
 	env             []string
 	network         string
@@ -101,6 +102,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringArrayVar(&f.denyPatterns, "deny-pattern", nil, "hide what this glob on paths inside matches, e.g. '/etc/*' (repeatable)")
 	fl.BoolVar(&f.allowSockets, "allow-sockets", false, "let unix sockets inside allowed paths be seen (each is a way out)")
 	fl.BoolVar(&f.overlay, "overlay", false, "make the whole system view writable; the writes (512M at most) vanish at exit")
+	fl.StringVar(&f.overlayKeep, "overlay-keep", "", "with --overlay, copy what the program changed into this empty DIR at the end")
 	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
@@ -129,6 +131,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		AllowSockets:    f.allowSockets,
 		MaxFiles:        f.maxFiles,
 		Overlay:         f.overlay,
+		OverlayKeep:     f.overlayKeep,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,
