@@ -10,6 +10,7 @@ package ward
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +20,9 @@ import (
 const (
 	NetworkNone = "none" // a private network namespace with only lo
 	NetworkHost = "host" // the host's network namespace: no network isolation
+	// NetworkProxy: only lo; ward's host-side proxy, reached through the
+	// init, lets out what the allow list allows.
+	NetworkProxy = "proxy"
 )
 
 // Built-in seccomp policies; any other value of Config.Seccomp is a file.
@@ -92,8 +96,22 @@ type Config struct {
 	MaxFiles int
 	// Workdir is the working directory inside; empty means /home/sandbox.
 	Workdir string
-	// Network is NetworkNone (default when empty) or NetworkHost.
+	// Network is NetworkNone (default when empty), NetworkProxy (implied by
+	// AllowNetwork) or NetworkHost.
 	Network string
+	// AllowNetwork are names, patterns (*.github.com, api.*.com) or URL
+	// patterns (https://cdn.example.com/*) the proxy lets through;
+	// DenyNetwork win over them; AllowPorts limits ports (empty: any).
+	AllowNetwork []string
+	DenyNetwork  []string
+	AllowPorts   []int
+	// AllowInternal turns off block_internal: names resolving to loopback,
+	// private, link-local (cloud metadata) ... addresses are then allowed.
+	AllowInternal bool
+	// AddHosts are static answers NAME:IP for the proxy and /etc/hosts.
+	AddHosts []string
+	// LogNetwork prints one line per network attempt on LogWriter.
+	LogNetwork bool
 	// TimeLimit is the wall-clock limit of the program; 0 means none.
 	TimeLimit time.Duration
 	// CPUTimeLimit is the CPU time of the whole sandbox (every process and
@@ -157,8 +175,11 @@ func (c Config) withDefaults() Config {
 	if c.Workdir == "" {
 		c.Workdir = DefaultWorkdir
 	}
-	if c.Network == "" {
+	if c.Network == "" || (c.Network == NetworkNone && len(c.AllowNetwork) > 0) {
 		c.Network = NetworkNone
+		if len(c.AllowNetwork) > 0 {
+			c.Network = NetworkProxy
+		}
 	}
 	if c.FileDescriptors == 0 {
 		c.FileDescriptors = DefaultFileDescriptors
@@ -191,9 +212,22 @@ func (c Config) Validate() error {
 		return &ConfigError{Key: "workdir", Value: c.Workdir, Reason: "must be an absolute path inside the sandbox"}
 	}
 	switch c.Network {
-	case NetworkNone, NetworkHost:
+	case NetworkNone, NetworkHost, NetworkProxy:
 	default:
-		return &ConfigError{Key: "network", Value: c.Network, Reason: "want none or host"}
+		return &ConfigError{Key: "network", Value: c.Network, Reason: "want none, proxy or host"}
+	}
+	if c.Network == NetworkHost && len(c.AllowNetwork) > 0 {
+		return &ConfigError{Key: "allow-network", Value: c.AllowNetwork[0], Reason: "contradicts --network=host (no proxy there: everything is reachable)"}
+	}
+	for _, h := range c.AddHosts {
+		if _, _, err := ParseAddHost(h); err != nil {
+			return &ConfigError{Key: "add-host", Value: h, Reason: err.Error()}
+		}
+	}
+	for _, p := range c.AllowPorts {
+		if p < 1 || p > 65535 {
+			return &ConfigError{Key: "allow-port", Value: fmt.Sprint(p), Reason: "want a port from 1 to 65535"}
+		}
 	}
 	switch c.Log {
 	case LogQuiet, LogNormal, LogVerbose:
@@ -239,4 +273,17 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ParseAddHost reads NAME:IP (IPv6 allowed after the first colon).
+func ParseAddHost(s string) (string, netip.Addr, error) {
+	name, ip, ok := strings.Cut(s, ":")
+	if !ok || name == "" || strings.ContainsAny(name, " \t/") {
+		return "", netip.Addr{}, fmt.Errorf("want NAME:IP")
+	}
+	a, err := netip.ParseAddr(strings.Trim(ip, "[]"))
+	if err != nil {
+		return "", netip.Addr{}, fmt.Errorf("%q is not an IP address", ip)
+	}
+	return strings.ToLower(name), a, nil
 }

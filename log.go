@@ -48,9 +48,12 @@ func (l *logger) before(cfg Config) {
 	if cfg.MaxFileSize > 0 {
 		l.v("Max file size: %s", FormatSize(cfg.MaxFileSize))
 	}
-	if cfg.Network == NetworkHost {
+	switch cfg.Network {
+	case NetworkHost:
 		l.v("Network: host (no network isolation)")
-	} else {
+	case NetworkProxy:
+		l.v("Network: proxy (allowed: %s)", strings.Join(cfg.AllowNetwork, ", "))
+	default:
 		l.v("Network: denied")
 	}
 	l.v("Filesystem: read-only (writable: /tmp, /home/%s)", SandboxUser)

@@ -73,13 +73,17 @@ type Result struct {
 	Error   *string            `json:"error"`
 }
 
-// NetworkEvent is one network attempt (filled from issue 6 on).
+// NetworkEvent is one network attempt through the proxy: when (ms since
+// the proxy started), where to, allowed or blocked and why, and the bytes
+// each way once the connection closed.
 type NetworkEvent struct {
-	TimeMs float64 `json:"time_ms"`
-	Host   string  `json:"host"`
-	Port   int     `json:"port"`
-	Action string  `json:"action"`
-	Reason string  `json:"reason"`
+	TimeMs    float64 `json:"time_ms"`
+	Host      string  `json:"host"`
+	Port      int     `json:"port"`
+	Action    string  `json:"action"`
+	Reason    string  `json:"reason"`
+	BytesUp   int64   `json:"bytes_up"`
+	BytesDown int64   `json:"bytes_down"`
 }
 
 // Limits echoes the limits the run had; nil means none (or not enforced).

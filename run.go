@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/fs"
+	"github.com/wardbox/ward/netns"
 	"github.com/wardbox/ward/nsexec"
 	"github.com/wardbox/ward/seccomp"
 )
@@ -169,13 +170,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
 		}
 	}()
+	extra := append(opened.files, lowers...)
+	var proxy *netns.Proxy
+	if cfg.Network == NetworkProxy {
+		var ours, theirs *os.File
+		if proxy, ours, theirs, err = startProxy(cfg, log); err != nil {
+			closeAll(procs)
+			opened.close()
+			return failSetup(res, &nsexec.SetupError{Step: "start-proxy", Errno: errnoOf(err), Msg: err.Error()})
+		}
+		defer ours.Close()
+		defer theirs.Close() // (also closed once the init has its copy)
+		extra = append(extra, theirs)
+		spec.ProxyFD = 4 + len(procs) + len(extra) - 1
+	}
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: append(opened.files, lowers...),
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: extra,
 	})
 	for _, f := range procs {
 		f.Close() // the init has its own copies
 	}
 	opened.close()
+	if spec.ProxyFD > 0 {
+		extra[len(extra)-1].Close() // the init's end: its EOF now means the init is gone
+	}
 	if err != nil {
 		return failSetup(res, err)
 	}
@@ -213,6 +231,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	sv := supervise(ctx, cfg, sb, cg, sigs)
+	if proxy != nil {
+		for _, e := range proxy.Events() {
+			res.Network = append(res.Network, NetworkEvent(e))
+		}
+	}
 	res.WallTimeMs = ms(sv.wall)
 	judge(res, cfg, sb, cg, sv)
 	if stdout != nil {
@@ -401,14 +424,14 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
 		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: scratchInodes(cfg.MaxFiles),
-		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg),
+		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg), ExtraHosts: extraHosts(cfg.AddHosts),
 	})
 	if err != nil {
 		return nil, err
 	}
 	spec := &nsexec.Spec{
 		Args:       cfg.Args,
-		Env:        sandboxEnv(cfg.Env, os.Environ(), home),
+		Env:        sandboxEnv(cfg.Env, os.Environ(), home, cfg.Network == NetworkProxy),
 		Dir:        cfg.Workdir,
 		Hostname:   SandboxHostname,
 		Plan:       plan,
@@ -495,7 +518,7 @@ var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TERM"}
 // sandboxEnv is DESIGN.md section 2's environment: the caller's PATH, LANG,
 // LC_ALL, TERM and WARD_*, then HOME, TMPDIR and USER, then extra ("K=V"
 // sets, "K" passes the caller's K if it has one). Later entries win.
-func sandboxEnv(extra, caller []string, home string) []string {
+func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 	vals := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -528,6 +551,12 @@ func sandboxEnv(extra, caller []string, home string) []string {
 	set("HOME", home)
 	set("TMPDIR", "/tmp")
 	set("USER", SandboxUser)
+	if proxy {
+		for _, kv := range netns.ProxyEnv() {
+			k, v, _ := strings.Cut(kv, "=")
+			set(k, v)
+		}
+	}
 	for _, e := range extra {
 		if k, v, ok := strings.Cut(e, "="); ok {
 			set(k, v)

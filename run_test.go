@@ -13,7 +13,7 @@ func TestSandboxEnv(t *testing.T) {
 		"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=xterm", "HOME=/root", "USER=root",
 		"HOST_SECRET_TOKEN=s3cr3t", "WARD_JOB=7", "PASSME=yes", "SSH_AUTH_SOCK=/tmp/agent",
 	}
-	got := sandboxEnv([]string{"DEBUG=1", "PASSME", "UNSET_IN_CALLER", "TERM=dumb"}, caller, "/home/sandbox")
+	got := sandboxEnv([]string{"DEBUG=1", "PASSME", "UNSET_IN_CALLER", "TERM=dumb"}, caller, "/home/sandbox", false)
 	want := []string{
 		"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb", "WARD_JOB=7",
 		"HOME=/home/sandbox", "TMPDIR=/tmp", "USER=sandbox", "DEBUG=1", "PASSME=yes",
@@ -29,7 +29,7 @@ func TestSandboxEnv(t *testing.T) {
 }
 
 func TestSandboxEnvDefaultPath(t *testing.T) {
-	got := sandboxEnv(nil, nil, "/home/sandbox")
+	got := sandboxEnv(nil, nil, "/home/sandbox", false)
 	if !slices.Contains(got, "PATH=/usr/local/bin:/usr/bin:/bin") {
 		t.Errorf("no default PATH when the caller has none: %q", got)
 	}

@@ -76,6 +76,8 @@ type Options struct {
 	// copied into the (then writable) root; all of it gone at exit.
 	Overlay     bool
 	OverlaySize int64
+	// ExtraHosts are more /etc/hosts lines ("IP NAME").
+	ExtraHosts []string
 }
 
 // OverlayDir holds the overlays' upper and work directories while the root
@@ -180,8 +182,11 @@ func DefaultPlan(o Options) (*Plan, error) {
 			}
 		}
 	} else {
-		add(Op{Kind: KindFile, Dst: "/etc/hosts", Mode: 0o644, Content: fmt.Sprintf(
-			"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", o.Hostname)})
+		hosts := fmt.Sprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n", o.Hostname)
+		for _, h := range o.ExtraHosts {
+			hosts += h + "\n"
+		}
+		add(Op{Kind: KindFile, Dst: "/etc/hosts", Mode: 0o644, Content: hosts})
 		// No nameserver: there is no network to ask. An empty file makes
 		// resolvers fail fast instead of trying 127.0.0.1:53 by default.
 		add(Op{Kind: KindFile, Dst: "/etc/resolv.conf", Mode: 0o644, Content: "# ward: no network in this sandbox\n"})

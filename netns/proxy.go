@@ -142,6 +142,7 @@ func (p *Proxy) ServeConn(c net.Conn, kind byte) {
 // dials the first checked address. It records the attempt.
 func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 	v := p.Policy.Check(r)
+	rule := v.Reason
 	var upstream net.Conn
 	if v.Allowed {
 		addrs, err := p.resolve(r.Host)
@@ -152,7 +153,7 @@ func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 			if err != nil {
 				v = Verdict{Reason: "connect failed: " + err.Error()}
 			} else {
-				upstream, v.Reason = c, "allowed"
+				upstream, v.Reason = c, rule
 			}
 		}
 	}
@@ -220,9 +221,13 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		req.RequestURI = ""
 		req.Header.Del("Proxy-Connection")
 		req.Header.Del("Proxy-Authorization")
-		if err := req.Write(upstream); err != nil {
+		cw := &countingWriter{w: upstream}
+		if err := req.Write(cw); err != nil {
 			return
 		}
+		up, down := p.pipe(c, br, upstream)
+		p.setBytes(i, up+cw.n, down)
+		return
 	}
 	up, down := p.pipe(c, br, upstream)
 	p.setBytes(i, up, down)
@@ -376,4 +381,15 @@ func (p *Proxy) pipe(client net.Conn, clientBuf *bufio.Reader, upstream net.Conn
 	copyDir(client, upstream, upstream, &down)
 	<-done
 	return up.Load(), down.Load()
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	k, err := c.w.Write(b)
+	c.n += int64(k)
+	return k, err
 }

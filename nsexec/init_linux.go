@@ -110,6 +110,7 @@ var initSteps = []step{
 	{name: "give-root-to-user", run: func(p *proc) error { return fs.GiveRootTo(p.spec.UID, p.spec.GID) }, when: func(p *proc) bool { return p.spec.Overlay }},
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
+	{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
 	// Nobody inside may ptrace the init or read its memory through /proc.
 	{name: "non-dumpable", run: func(*proc) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
 }

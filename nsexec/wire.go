@@ -63,6 +63,9 @@ type Spec struct {
 	RootSize     int64    `json:"root_size,omitempty"`
 	Overlay      bool     `json:"overlay,omitempty"`
 	DenyPatterns []string `json:"deny,omitempty"`
+	// ProxyFD is the init's end of the proxy control socket (0: no proxy):
+	// the init relays 127.0.0.1:3128 and :1080 inside through it.
+	ProxyFD int `json:"proxy_fd,omitempty"`
 	// OverlayKeepFD is a detached mount of the caller's --overlay-keep
 	// directory (0: none): the init copies the upper layers into it at the
 	// end.

@@ -49,6 +49,12 @@ type runFlags struct {
 	maxFiles        int
 	overlay         bool
 	overlayKeep     string
+	allowNetwork    []string
+	denyNetwork     []string
+	allowPorts      []int
+	blockInternal   bool
+	addHosts        []string
+	logNetwork      bool
 	fileDescriptors int
 	env             []string
 	network         string
@@ -105,7 +111,13 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.overlayKeep, "overlay-keep", "", "with --overlay, copy what the program changed into this empty DIR at the end")
 	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home)")
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
-	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none or host (host: no network isolation)")
+	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none, proxy (the allow list) or host (no network isolation)")
+	fl.StringArrayVar(&f.allowNetwork, "allow-network", nil, "let the program reach DOMAIN, a pattern (*.github.com) or URL pattern through ward's proxy (repeatable; implies --network=proxy)")
+	fl.StringArrayVar(&f.denyNetwork, "deny-network", nil, "refuse names matching this pattern even if allowed (repeatable)")
+	fl.IntSliceVar(&f.allowPorts, "allow-port", nil, "the only ports the proxy connects to (repeatable; default any)")
+	fl.BoolVar(&f.blockInternal, "block-internal", true, "refuse names that resolve to loopback, private, link-local or metadata addresses")
+	fl.StringArrayVar(&f.addHosts, "add-host", nil, "a static answer NAME:IP for the proxy and /etc/hosts (repeatable)")
+	fl.BoolVar(&f.logNetwork, "log-network", false, "print one line per network attempt, allowed or blocked")
 	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
 	fl.StringVar(&f.report, "report", "", "write the result as JSON to FILE")
 	fl.BoolVar(&f.json, "json", false, "capture stdout/stderr and print the result JSON on stdout")
@@ -132,6 +144,12 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		MaxFiles:        f.maxFiles,
 		Overlay:         f.overlay,
 		OverlayKeep:     f.overlayKeep,
+		AllowNetwork:    f.allowNetwork,
+		DenyNetwork:     f.denyNetwork,
+		AllowPorts:      f.allowPorts,
+		AllowInternal:   !f.blockInternal,
+		AddHosts:        f.addHosts,
+		LogNetwork:      f.logNetwork,
 		Capture:         f.json,
 		ForwardSignals:  true,
 		Stdin:           os.Stdin,

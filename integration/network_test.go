@@ -1,0 +1,196 @@
+package integration
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testHost is a host the test makes: a network namespace joined to this
+// one by a veth pair on 10.203.K.0/30, with an HTTP server on
+// 10.203.K.2:8080 that answers every GET with "test-host-ok". Everything
+// is removed when the test ends. No other address is ever contacted.
+type testHost struct {
+	ip   string
+	port int
+}
+
+func newTestHost(t *testing.T) testHost {
+	t.Helper()
+	needRoot(t)
+	for _, tool := range []string{"ip", "unshare", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s on this host: %v", tool, err)
+		}
+	}
+	k := 1 + rand.IntN(250)
+	id := fmt.Sprintf("%04x", rand.IntN(1<<16))
+	vh, vn := "wh"+id, "wn"+id
+	// The namespace is held by a process of ours, not named under
+	// /run/netns (naming one makes ip(8) mount on the host): it goes when
+	// the holder goes, and the veth pair with it.
+	holder := exec.Command("unshare", "--net", "--", "sleep", "600")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	pid := fmt.Sprint(holder.Process.Pid)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	in := func(args ...string) { t.Helper(); run(append([]string{"nsenter", "-t", pid, "-n", "--"}, args...)...) }
+	// unshare needs a moment to enter its namespace.
+	for i := 0; i < 100; i++ {
+		self, _ := os.Readlink("/proc/self/ns/net")
+		other, _ := os.Readlink("/proc/" + pid + "/ns/net")
+		if other != "" && other != self {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	run("ip", "link", "add", vh, "type", "veth", "peer", "name", vn)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", vh).Run() })
+	run("ip", "link", "set", vn, "netns", pid)
+	run("ip", "addr", "add", fmt.Sprintf("10.203.%d.1/30", k), "dev", vh)
+	run("ip", "link", "set", vh, "up")
+	in("ip", "link", "set", "lo", "up")
+	in("ip", "addr", "add", fmt.Sprintf("10.203.%d.2/30", k), "dev", vn)
+	in("ip", "link", "set", vn, "up")
+	h := testHost{ip: fmt.Sprintf("10.203.%d.2", k), port: 8080}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("test-host-ok\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command("nsenter", "-t", pid, "-n", "--", "python3", "-m", "http.server", "8080", "--bind", h.ip, "--directory", dir)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", h.ip, h.port), time.Second)
+		if err == nil {
+			c.Close()
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the test host's server never came up: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (h testHost) url(name string) string { return fmt.Sprintf("http://%s:%d/", name, h.port) }
+
+// curl runs curl inside a sandbox with the given ward flags and prints the
+// HTTP code (000 when the connection failed).
+func curlIn(t *testing.T, flags []string, curlArgs ...string) result {
+	t.Helper()
+	args := append([]string{"run"}, flags...)
+	args = append(args, "--", "curl", "-s", "-o", "/dev/null", "-m", "10", "-w", "%{http_code}")
+	return run(t, opts{}, append(args, curlArgs...)...)
+}
+
+func TestProxyServesAllowedNameOverHTTPConnectAndSOCKS(t *testing.T) {
+	h := newTestHost(t)
+	flags := []string{"--allow-network=web.test", "--add-host=web.test:" + h.ip, "--block-internal=false"}
+	for name, extra := range map[string][]string{
+		"plain HTTP proxy": nil,
+		"CONNECT":          {"--proxytunnel"},
+		"SOCKS5":           {"--socks5-hostname", "127.0.0.1:1080"},
+	} {
+		r := curlIn(t, flags, append(extra, h.url("web.test"))...)
+		if strings.TrimSpace(r.stdout) != "200" {
+			t.Errorf("%s: got %q, want 200\n%s", name, r.stdout, r)
+		}
+	}
+}
+
+func TestProxyBlocksAndLogsAndReports(t *testing.T) {
+	h := newTestHost(t)
+	report := filepath.Join(t.TempDir(), "r.json")
+	base := []string{"--report=" + report, "--log-network", "--add-host=web.test:" + h.ip, "--add-host=other.test:" + h.ip, "--block-internal=false"}
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		url    string
+		reason string
+	}{
+		{"a name not listed", []string{"--allow-network=web.test"}, h.url("other.test"), "not in allow list"},
+		{"block_internal refuses a private answer", []string{"--allow-network=web.test", "--block-internal=true"}, h.url("web.test"), "resolves to internal address"},
+		{"a bare IP not listed", []string{"--allow-network=web.test"}, h.url(h.ip), "IP address not in allow list"},
+		{"deny beats allow", []string{"--allow-network=*.test", "--deny-network=web.test"}, h.url("web.test"), "denied by pattern"},
+		{"allow_ports=443 blocks 8080", []string{"--allow-network=web.test", "--allow-port=443"}, h.url("web.test"), "port 8080 not in allow_ports"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := curlIn(t, append(append([]string{}, base...), tc.flags...), "-i", tc.url)
+			if strings.TrimSpace(r.stdout) != "403" {
+				t.Errorf("got %q, want 403\n%s", r.stdout, r)
+			}
+			if !strings.Contains(r.stderr, "[SANDBOX] Network attempt blocked:") || !strings.Contains(r.stderr, tc.reason) {
+				t.Errorf("stderr lacks the blocked line with %q\n%s", tc.reason, r)
+			}
+			rep := readReport(t, report, r)
+			ev, _ := rep["network"].([]any)
+			if len(ev) != 1 || ev[0].(map[string]any)["action"] != "blocked" {
+				t.Errorf("report network = %v", rep["network"])
+			}
+		})
+	}
+	if r := curlIn(t, append(base, "--allow-network=*.test"), h.url("web.test")); strings.TrimSpace(r.stdout) != "200" {
+		t.Errorf("*.test pattern: got %q\n%s", r.stdout, r)
+	}
+}
+
+// TestClientIgnoringProxyIsContained: a client that ignores the proxy
+// variables has no route and no DNS (the stub resolver is not built yet).
+func TestClientIgnoringProxyIsContained(t *testing.T) {
+	h := newTestHost(t)
+	probe := "import socket\ntry:\n    socket.create_connection(('" + h.ip + "', 8080), timeout=3); print('connected')\nexcept OSError as e:\n    print('contained', e.errno)\n"
+	r := run(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--add-host=web.test:"+h.ip, "--block-internal=false", "--", "python3", "-")
+	if !strings.Contains(r.stdout, "contained") {
+		t.Errorf("a direct connection left the sandbox\n%s", r)
+	}
+}
+
+// TestProxyModeListensOnNoHostPort: the proxy is reached only through
+// the init's relay; nothing new listens on the host's TCP ports.
+func TestProxyModeListensOnNoHostPort(t *testing.T) {
+	before := listeningPorts(t)
+	p := startWard(t, opts{}, "run", "--allow-network=web.test", "--", "sleep", "2")
+	time.Sleep(700 * time.Millisecond)
+	during := listeningPorts(t)
+	p.wait()
+	for port := range during {
+		if !before[port] {
+			t.Errorf("port %s began listening on the host during a proxy-mode run", port)
+		}
+	}
+}
+
+func listeningPorts(t *testing.T) map[string]bool {
+	t.Helper()
+	ports := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 3 && fields[3] == "0A" { // TCP_LISTEN
+				ports[fields[1]] = true
+			}
+		}
+	}
+	return ports
+}
