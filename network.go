@@ -60,11 +60,20 @@ func isPattern(s string) bool {
 	return false
 }
 
-// extraHosts are /etc/hosts lines for --add-host.
-func extraHosts(adds []string) []string {
+// DefaultDirectPorts are the ports a program that ignores the proxy
+// variables may reach an allowed name on when no --allow-port is given.
+var DefaultDirectPorts = []int{80, 443}
+
+// extraHosts are /etc/hosts lines for --add-host: in proxy mode a name
+// gets the stub resolver's address for it (connections to which ward's
+// proxy serves), elsewhere the address given.
+func extraHosts(adds []string, proxy bool) []string {
 	var out []string
-	for _, h := range adds {
+	for i, h := range adds {
 		if name, ip, err := ParseAddHost(h); err == nil {
+			if proxy {
+				ip = netns.FakeAddr(i)
+			}
 			out = append(out, ip.String()+"\t"+name)
 		}
 	}

@@ -424,7 +424,8 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
 		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: scratchInodes(cfg.MaxFiles),
-		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg), ExtraHosts: extraHosts(cfg.AddHosts),
+		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg), ExtraHosts: extraHosts(cfg.AddHosts, cfg.Network == NetworkProxy),
+		Nameserver: map[bool]string{true: "127.0.0.1"}[cfg.Network == NetworkProxy],
 	})
 	if err != nil {
 		return nil, err
@@ -446,6 +447,16 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	}
 	if cfg.Overlay {
 		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
+	}
+	if cfg.Network == NetworkProxy {
+		spec.DirectPorts = cfg.AllowPorts
+		if len(spec.DirectPorts) == 0 {
+			spec.DirectPorts = DefaultDirectPorts
+		}
+		for _, h := range cfg.AddHosts {
+			name, _, _ := ParseAddHost(h)
+			spec.DirectNames = append(spec.DirectNames, name)
+		}
 	}
 	return spec, nil
 }

@@ -78,6 +78,9 @@ type Options struct {
 	OverlaySize int64
 	// ExtraHosts are more /etc/hosts lines ("IP NAME").
 	ExtraHosts []string
+	// Nameserver, if set, is resolv.conf's only nameserver (proxy mode's
+	// stub resolver).
+	Nameserver string
 }
 
 // OverlayDir holds the overlays' upper and work directories while the root
@@ -189,7 +192,11 @@ func DefaultPlan(o Options) (*Plan, error) {
 		add(Op{Kind: KindFile, Dst: "/etc/hosts", Mode: 0o644, Content: hosts})
 		// No nameserver: there is no network to ask. An empty file makes
 		// resolvers fail fast instead of trying 127.0.0.1:53 by default.
-		add(Op{Kind: KindFile, Dst: "/etc/resolv.conf", Mode: 0o644, Content: "# ward: no network in this sandbox\n"})
+		resolv := "# ward: no network in this sandbox\n"
+		if o.Nameserver != "" {
+			resolv = "# ward: names are answered by ward's stub; the proxy decides\nnameserver " + o.Nameserver + "\noptions ndots:0\n"
+		}
+		add(Op{Kind: KindFile, Dst: "/etc/resolv.conf", Mode: 0o644, Content: resolv})
 	}
 
 	add(Op{Kind: KindTmpfs, Dst: "/dev", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"})

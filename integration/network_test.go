@@ -151,14 +151,40 @@ func TestProxyBlocksAndLogsAndReports(t *testing.T) {
 	}
 }
 
-// TestClientIgnoringProxyIsContained: a client that ignores the proxy
-// variables has no route and no DNS (the stub resolver is not built yet).
-func TestClientIgnoringProxyIsContained(t *testing.T) {
+// TestClientIgnoringProxyVarsWorksOnAllowedPortsOnly: a program that
+// ignores the proxy variables (a raw socket) reaches an allowed name
+// through ward's stub resolver and the proxy, on an allowed port; a name
+// not allowed gets its connection closed, another port no listener, and a
+// literal address no route.
+func TestClientIgnoringProxyVarsWorksOnAllowedPortsOnly(t *testing.T) {
 	h := newTestHost(t)
-	probe := "import socket\ntry:\n    socket.create_connection(('" + h.ip + "', 8080), timeout=3); print('connected')\nexcept OSError as e:\n    print('contained', e.errno)\n"
-	r := run(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--add-host=web.test:"+h.ip, "--block-internal=false", "--", "python3", "-")
-	if !strings.Contains(r.stdout, "contained") {
-		t.Errorf("a direct connection left the sandbox\n%s", r)
+	probe := `import socket, sys
+def get(host, port):
+    try:
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        data = b""
+        while True:
+            b = s.recv(4096)
+            if not b: break
+            data += b
+        return "body" if b"test-host-ok" in data else "closed"
+    except OSError as e:
+        return "error %d" % e.errno
+print("allowed", get("web.test", 8080))
+print("unlisted", get("other.test", 8080))
+print("otherport", get("web.test", 8081))
+print("literal", get("` + h.ip + `", 8080))
+`
+	r := run(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--add-host=web.test:"+h.ip, "--add-host=other.test:"+h.ip,
+		"--block-internal=false", "--allow-port=8080", "--", "python3", "-")
+	for _, want := range []string{"allowed body", "unlisted closed", "otherport error 111"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q\n%s", want, r)
+		}
+	}
+	if strings.Contains(r.stdout, "literal body") {
+		t.Errorf("a literal address left the sandbox\n%s", r)
 	}
 }
 

@@ -77,7 +77,11 @@ func (p *Policy) Check(r Request) Verdict {
 	}
 	for _, pat := range p.AllowPatterns {
 		if matchAllow(pat, host, r) {
-			return Verdict{Allowed: true, Reason: "allow_patterns " + pat}
+			reason := "allow_patterns " + pat
+			if strings.Contains(pat, "://") && r.Scheme != "http" {
+				reason += " (HTTPS is not intercepted: the path is not checked)"
+			}
+			return Verdict{Allowed: true, Reason: reason}
 		}
 	}
 	return Verdict{Reason: "not in allow list"}

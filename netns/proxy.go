@@ -138,6 +138,35 @@ func (p *Proxy) ServeConn(c net.Conn, kind byte) {
 	}
 }
 
+// ServeDirect serves a connection a program made straight to a name the
+// stub resolver answered (dest is "name:port"), as a CONNECT to it.
+func (p *Proxy) ServeDirect(c net.Conn, dest string) {
+	p.init()
+	defer c.Close()
+	if n := p.open.Add(1); n > int64(p.MaxConns) {
+		p.open.Add(-1)
+		p.record(Event{Action: "blocked", Reason: fmt.Sprintf("more than %d connections at once", p.MaxConns)})
+		return
+	}
+	defer p.open.Add(-1)
+	host, portStr, err := net.SplitHostPort(dest)
+	port, perr := strconv.Atoi(portStr)
+	if err != nil || perr != nil {
+		return
+	}
+	r := Request{Host: host, Port: port}
+	if port == 443 {
+		r.Scheme = "https"
+	}
+	upstream, i, _ := p.decide(r)
+	if upstream == nil {
+		return // the program sees its connection closed
+	}
+	defer upstream.Close()
+	up, down := p.pipe(c, bufio.NewReader(c), upstream)
+	p.setBytes(i, up, down)
+}
+
 // decide checks the request, resolves and checks the addresses, and
 // dials the first checked address. It records the attempt.
 func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {

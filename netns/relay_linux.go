@@ -66,13 +66,17 @@ func accept(ln net.Listener, kind byte, ctl int) {
 	}
 }
 
-func relay(c net.Conn, kind byte, ctl int) {
+func relay(c net.Conn, kind byte, ctl int) { relayMsg(c, []byte{kind}, ctl) }
+
+// relayMsg hands c to ward with msg (the kind, and for KindDirect the
+// destination) and relays its bytes.
+func relayMsg(c net.Conn, msg []byte, ctl int) {
 	defer c.Close()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return
 	}
-	err = unix.Sendmsg(ctl, []byte{kind}, unix.UnixRights(fds[1]), nil, 0)
+	err = unix.Sendmsg(ctl, msg, unix.UnixRights(fds[1]), nil, 0)
 	unix.Close(fds[1])
 	if err != nil {
 		unix.Close(fds[0])
@@ -105,7 +109,7 @@ func relay(c net.Conn, kind byte, ctl int) {
 // ward, on the host side.
 func ServeRelay(ctl *os.File, p *Proxy) {
 	fd := int(ctl.Fd())
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	buf, oob := make([]byte, 512), make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
 		if err == unix.EINTR {
@@ -126,6 +130,10 @@ func ServeRelay(ctl *os.File, p *Proxy) {
 		c, err := net.FileConn(f)
 		f.Close()
 		if err != nil {
+			continue
+		}
+		if buf[0] == KindDirect {
+			go p.ServeDirect(c, string(buf[1:n]))
 			continue
 		}
 		go p.ServeConn(c, buf[0])

@@ -111,6 +111,7 @@ var initSteps = []step{
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
 	{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
+	{name: "dns-stub", run: func(p *proc) error { return netns.StartDirect(p.spec.ProxyFD, p.spec.DirectPorts, p.spec.DirectNames) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
 	// Nobody inside may ptrace the init or read its memory through /proc.
 	{name: "non-dumpable", run: func(*proc) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
 }

@@ -66,6 +66,10 @@ type Spec struct {
 	// ProxyFD is the init's end of the proxy control socket (0: no proxy):
 	// the init relays 127.0.0.1:3128 and :1080 inside through it.
 	ProxyFD int `json:"proxy_fd,omitempty"`
+	// DirectPorts and DirectNames configure the stub resolver for programs
+	// that ignore the proxy variables (netns.StartDirect).
+	DirectPorts []int    `json:"direct_ports,omitempty"`
+	DirectNames []string `json:"direct_names,omitempty"`
 	// OverlayKeepFD is a detached mount of the caller's --overlay-keep
 	// directory (0: none): the init copies the upper layers into it at the
 	// end.
