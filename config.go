@@ -112,6 +112,9 @@ type Config struct {
 	AddHosts []string
 	// LogNetwork prints one line per network attempt on LogWriter.
 	LogNetwork bool
+	// NetworkMaxBytes caps the bytes (both ways, all connections) the
+	// proxy carries for the sandbox; 0 means netns.DefaultMaxBytes.
+	NetworkMaxBytes int64
 	// TimeLimit is the wall-clock limit of the program; 0 means none.
 	TimeLimit time.Duration
 	// CPUTimeLimit is the CPU time of the whole sandbox (every process and
@@ -223,6 +226,9 @@ func (c Config) Validate() error {
 		if _, _, err := ParseAddHost(h); err != nil {
 			return &ConfigError{Key: "add-host", Value: h, Reason: err.Error()}
 		}
+	}
+	if c.NetworkMaxBytes < 0 {
+		return &ConfigError{Key: "network-max-bytes", Value: fmt.Sprint(c.NetworkMaxBytes), Reason: "must not be negative"}
 	}
 	for _, p := range c.AllowPorts {
 		if p < 1 || p > 65535 {

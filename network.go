@@ -19,7 +19,7 @@ func startProxy(cfg Config, log *logger) (*netns.Proxy, *os.File, *os.File, erro
 		name, ip, _ := ParseAddHost(h) // validated already
 		hosts[name] = ip
 	}
-	p := &netns.Proxy{Policy: &netns.Policy{
+	p := &netns.Proxy{MaxBytes: cfg.NetworkMaxBytes, Policy: &netns.Policy{
 		BlockInternal: !cfg.AllowInternal,
 		AllowPorts:    cfg.AllowPorts,
 		DenyPatterns:  cfg.DenyNetwork,

@@ -220,3 +220,45 @@ func listeningPorts(t *testing.T) map[string]bool {
 	}
 	return ports
 }
+
+// TestProxySurvivesABurstGarbageAndTheByteCap: 200 connections at once
+// (over the proxy's 64: the rest are refused), garbage on both proxy
+// ports, then a normal request still works; and --network-max-bytes cuts
+// a download short.
+func TestProxySurvivesABurstGarbageAndTheByteCap(t *testing.T) {
+	h := newTestHost(t)
+	probe := `import socket, threading
+def req():
+    try:
+        s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+        s.sendall(b"GET http://web.test:8080/ HTTP/1.1\r\nHost: web.test:8080\r\n\r\n")
+        return b"test-host-ok" in s.recv(4096) or True
+    except OSError:
+        return False
+threads = [threading.Thread(target=req) for _ in range(200)]
+for t in threads: t.start()
+for t in threads: t.join()
+for port, junk in ((3128, b"\x16\x03\x01\x00garbage\r\n\r\n"), (1080, b"\x05\xff\x00\x00junk")):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(junk)
+    try: s.recv(100)
+    except OSError: pass
+    s.close()
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"GET http://web.test:8080/ HTTP/1.0\r\nHost: web.test:8080\r\n\r\n")
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    data += b
+print("after", "ok" if b"test-host-ok" in data else "broken")
+`
+	r := run(t, opts{stdin: probe}, "run", "--processes=512", "--allow-network=web.test", "--add-host=web.test:"+h.ip, "--block-internal=false", "--", "python3", "-")
+	if !strings.Contains(r.stdout, "after ok") {
+		t.Errorf("the proxy did not survive\n%s", r)
+	}
+	capped := curlIn(t, []string{"--allow-network=web.test", "--add-host=web.test:" + h.ip, "--block-internal=false", "--network-max-bytes=100"}, h.url("web.test"))
+	if strings.TrimSpace(capped.stdout) == "200" {
+		t.Errorf("a 100-byte cap let a whole response through\n%s", capped)
+	}
+}

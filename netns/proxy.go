@@ -387,6 +387,9 @@ func (p *Proxy) pipe(client net.Conn, clientBuf *bufio.Reader, upstream net.Conn
 			k, err := src.Read(buf)
 			if k > 0 {
 				if p.bytes.Add(int64(k)) > p.MaxBytes {
+					// Over the sandbox's byte budget: end both sides now.
+					_ = client.Close()
+					_ = upstream.Close()
 					break
 				}
 				n.Add(int64(k))

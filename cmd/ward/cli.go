@@ -55,6 +55,7 @@ type runFlags struct {
 	blockInternal   bool
 	addHosts        []string
 	logNetwork      bool
+	netMaxBytes     string
 	fileDescriptors int
 	env             []string
 	network         string
@@ -117,6 +118,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.IntSliceVar(&f.allowPorts, "allow-port", nil, "the only ports the proxy connects to (repeatable; default any)")
 	fl.BoolVar(&f.blockInternal, "block-internal", true, "refuse names that resolve to loopback, private, link-local or metadata addresses")
 	fl.StringArrayVar(&f.addHosts, "add-host", nil, "a static answer NAME:IP for the proxy and /etc/hosts (repeatable)")
+	fl.StringVar(&f.netMaxBytes, "network-max-bytes", "", "most bytes the proxy carries for the sandbox, both ways (default 1G)")
 	fl.BoolVar(&f.logNetwork, "log-network", false, "print one line per network attempt, allowed or blocked")
 	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
 	fl.StringVar(&f.report, "report", "", "write the result as JSON to FILE")
@@ -194,6 +196,13 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 			return cfg, fmt.Errorf("--mount=%s: %w", m, err)
 		}
 		cfg.Mounts = append(cfg.Mounts, mnt)
+	}
+	if f.netMaxBytes != "" {
+		n, err := ward.ParseSize(f.netMaxBytes)
+		if err != nil || n == 0 {
+			return cfg, fmt.Errorf("--network-max-bytes=%s: want a size such as 100M", f.netMaxBytes)
+		}
+		cfg.NetworkMaxBytes = n
 	}
 	if f.maxFiles < 0 {
 		return cfg, fmt.Errorf("--max-files=%d: want a positive number", f.maxFiles)
