@@ -56,6 +56,9 @@ type runFlags struct {
 	addHosts        []string
 	logNetwork      bool
 	netMaxBytes     string
+	config          string
+	profile         string
+	explain         bool
 	fileDescriptors int
 	env             []string
 	network         string
@@ -77,9 +80,16 @@ func newRunCmd() *cobra.Command {
   ward run --json --output-limit=64K -- sh -c 'ls /'
   ward run --report=result.json --env=DEBUG=1 -- ./build.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := f.toConfig(args)
+			fromFlags, err := f.toConfig(args)
 			if err != nil {
 				return err
+			}
+			cfg, explain, err := layer(fromFlags, cmd.Flags(), f.config, f.profile)
+			if err != nil {
+				return err
+			}
+			if f.explain {
+				printExplain(explain)
 			}
 			return runSandbox(cmd.Context(), cfg, f)
 		},
@@ -93,6 +103,10 @@ func newRunCmd() *cobra.Command {
 // bindRunFlags declares the flags of `ward run` (DESIGN.md section 1; each
 // later issue adds its own here) on fl, storing into f.
 func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
+	fl.StringVar(&f.config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml, if present)")
+	fl.StringVar(&f.profile, "profile", "default", "profile: default, strict, testing, development, or one of the config file's")
+	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile (simple run --sandbox=NAME passes it through)")
+	fl.BoolVar(&f.explain, "explain", false, "print where each effective setting came from (default, file, profile or flag)")
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
 	fl.StringVar(&f.cpuTimeLimit, "cpu-time-limit", "", "CPU time of the whole sandbox, all processes (1s, 500ms); exit 124 when exceeded")
 	fl.StringVar(&f.memoryLimit, "memory-limit", "", "memory of the whole sandbox, swap included (64M, 1G); exit 125 when exceeded")

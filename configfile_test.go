@@ -1,0 +1,138 @@
+package ward
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// simpleToml is the Simple spec's own example, unchanged.
+const simpleToml = `[sandbox]
+time_limit = "5s"
+memory_limit = "100M"
+cpu_limit = 80
+file_descriptors = 100
+processes = 1
+
+[sandbox.network]
+allow_domains = ["example.com", "api.github.com"]
+allow_ports = [443]
+block_internal = true
+allow_patterns = ["*.github.com"]
+deny_patterns = ["*.internal", "localhost", "127.*", "192.168.*"]
+
+[sandbox.filesystem]
+allow_read = ["/input"]
+allow_write = ["/output"]
+deny_patterns = ["/etc/*"]
+max_file_size = "10M"
+max_files = 100
+
+[sandbox.profiles.strict]
+time_limit = "1s"
+memory_limit = "10M"
+allow_network = false
+allow_filesystem = false
+
+[test]
+sandbox = true
+sandbox_time_limit = "5s"
+sandbox_memory_limit = "100M"
+`
+
+func TestSimpleSpecExampleParsesAndApplies(t *testing.T) {
+	f, err := ParseFile("/proj/simple.toml", []byte(simpleToml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	f.Sandbox.Apply(&c, nil)
+	if c.TimeLimit != 5*time.Second || c.MemoryLimit != 100<<20 || c.CPULimit != 80 || c.FileDescriptors != 100 || c.Processes != 1 ||
+		len(c.AllowNetwork) != 3 || c.AllowInternal || len(c.AllowPorts) != 1 || len(c.DenyNetwork) != 4 ||
+		c.AllowRead[0] != "/input" || c.AllowWrite[0] != "/output" || c.DenyPatterns[0] != "/etc/*" || c.MaxFileSize != 10<<20 || c.MaxFiles != 100 {
+		t.Errorf("applied config is off: %+v", c)
+	}
+	p, err := f.Profile("strict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Apply(&c, nil)
+	if c.TimeLimit != time.Second || c.MemoryLimit != 10<<20 || len(c.AllowNetwork) != 0 || c.Network != NetworkNone || len(c.AllowRead)+len(c.AllowWrite) != 0 {
+		t.Errorf("the file's strict profile is off: %+v", c)
+	}
+}
+
+func TestPrecedenceDefaultFileProfileFlags(t *testing.T) {
+	f, err := ParseFile("/p/ward.toml", []byte("[sandbox]\ntime_limit = \"5s\"\nmemory_limit = \"100M\"\n[sandbox.profiles.fast]\ntime_limit = \"2s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		profile   string
+		flagTime  time.Duration
+		wantTime  time.Duration
+		wantMem   int64
+		wantSrcTL string
+	}{
+		{"default", 0, 5 * time.Second, 100 << 20, "/p/ward.toml [sandbox]"},
+		{"fast", 0, 2 * time.Second, 100 << 20, "/p/ward.toml [sandbox.profiles.fast]"},
+		{"strict", 0, time.Second, 10 << 20, "built-in profile strict"},
+		{"fast", 7 * time.Second, 7 * time.Second, 100 << 20, "flag"},
+	} {
+		c, explain := Config{}, map[string]string{}
+		f.Sandbox.Apply(&c, explain)
+		p, err := f.Profile(tc.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Apply(&c, explain)
+		if tc.flagTime != 0 {
+			c.TimeLimit, explain["time_limit"] = tc.flagTime, "flag"
+		}
+		if c.TimeLimit != tc.wantTime || c.MemoryLimit != tc.wantMem || explain["time_limit"] != tc.wantSrcTL {
+			t.Errorf("%s: time %v (%s), memory %d; want %v (%s), %d", tc.profile, c.TimeLimit, explain["time_limit"], c.MemoryLimit, tc.wantTime, tc.wantSrcTL, tc.wantMem)
+		}
+	}
+}
+
+func TestConfigFileErrors(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"[sandbox\n", "f.toml:1:"},
+		{"[sandbox]\nmemory_limt = \"1G\"\n", "f.toml:2:1: sandbox.memory_limt: unknown key (did you mean memory_limit?)"},
+		{"[sandbox]\ntime_limit = 5\n", "sandbox.time_limit"},
+		{"[sandbox]\nmemory_limit = \"lots\"\n", "memory_limit: size \"lots\""},
+		{"[sandbox]\ntime_limit = \"soon\"\n", "time_limit: duration \"soon\""},
+		{"[sandbox]\ncpu_limit = 0\n", "cpu_limit: 0"},
+		{"[sandbox.profiles.x]\nallow_network = false\nallow_domains = [\"a.com\"]\n", "allow_network = false contradicts"},
+		{"[sandbox.profiles.x]\nallow_network = 3\n", "allow_network: want true, false or a list"},
+	} {
+		_, err := ParseFile("f.toml", []byte(tc.doc))
+		var fe *FileError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want a FileError with %q", tc.doc, err, tc.want)
+		}
+	}
+	var f *File
+	if _, err := f.Profile("nope"); err == nil || !strings.Contains(err.Error(), "known: default, development, strict, testing") {
+		t.Errorf("unknown profile error %v does not list the known ones", err)
+	}
+}
+
+func TestRelativePathsAreRelativeToTheFile(t *testing.T) {
+	f, err := ParseFile("/proj/conf/ward.toml", []byte("[sandbox.filesystem]\nallow_read = [\"data\", \"/abs\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *f.Sandbox.AllowRead; got[0] != "/proj/conf/data" || got[1] != "/abs" {
+		t.Errorf("allow_read = %v", got)
+	}
+}
+
+func FuzzParseFile(f *testing.F) {
+	f.Add([]byte(simpleToml))
+	f.Add([]byte("[sandbox.profiles.a]\nallow_network = [\"x\", 1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = ParseFile("fuzz.toml", data)
+	})
+}
