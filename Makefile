@@ -8,11 +8,12 @@ GO ?= go
 APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux
 STATICCHECK_VERSION := v0.8.2
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # One static file: CGO for libseccomp (issue 4), linked with -static.
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
-	-ldflags '-s -w -X main.version=$(VERSION) -linkmode external -extldflags "-static"'
+	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean
+.PHONY: all deps build demo test unit integration lint fmt clean man
 all: build
 
 deps: .deps-stamp
@@ -37,6 +38,11 @@ demo: build
 	bin/ward run --time-limit=5s --report=bin/demo-report.json -- python3 - < examples/hello.py
 	@echo "== the report (bin/demo-report.json) =="
 	@cat bin/demo-report.json
+
+# Man pages from the same definitions as --help, into bin/man.
+man: build
+	bin/ward man bin/man
+	@ls bin/man
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

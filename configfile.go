@@ -374,11 +374,23 @@ func BuiltinProfiles() map[string]Layer {
 		"default": {Source: "built-in profile default"},
 		"strict": {Source: "built-in profile strict", TimeLimit: d("1s"), MemoryLimit: sz("10M"),
 			Network: &none, AllowNetwork: &empty, AllowRead: &empty, AllowWrite: &empty},
+		// The test dirs are added when the current directory has them.
 		"testing": {Source: "built-in profile testing", TimeLimit: d("30s"), MemoryLimit: sz("500M"),
-			Network: &none, AllowNetwork: &empty, AllowRead: &[]string{"test/fixtures"}, AllowWrite: &[]string{"test/output"}},
+			Network: &none, AllowNetwork: &empty, AllowRead: existing("test/fixtures"), AllowWrite: existing("test/output")},
 		"development": {Source: "built-in profile development", TimeLimit: d("60s"), MemoryLimit: sz("2G"),
 			AllowNetwork: &[]string{"localhost", "*.local"}, BlockInternal: &f, AllowWrite: &[]string{"."}},
 	}
+}
+
+// existing is the paths that exist (relative to the current directory).
+func existing(paths ...string) *[]string {
+	out := []string{}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return &out
 }
 
 // Profile finds name in the file's profiles, then the built-in ones.

@@ -239,3 +239,9 @@ func export(f *sc.ScmpFilter) (Program, error) {
 	}
 	return io.ReadAll(file)
 }
+
+// LibraryVersion is the linked libseccomp's version.
+func LibraryVersion() string {
+	maj, min, mic := sc.GetLibraryVersion()
+	return fmt.Sprintf("%d.%d.%d", maj, min, mic)
+}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,7 +23,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd())
+	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(), newManCmd())
 	return root
 }
 
@@ -75,10 +73,21 @@ func newRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] COMMAND [ARG...]",
 		Short: "Run one program in a fresh sandbox",
-		Example: `  ward run -- echo hello
-  ward run --time-limit=5s -- python3 app.py
+		Example: `  # limits (exit 124 on time, 125 on memory)
+  ward run --time-limit=5s --cpu-time-limit=2s --memory-limit=256M --processes=64 -- python3 app.py
+  # files
+  ward run --allow-read=./input --allow-write=./output -- ./solution
+  ward run --virtual-fs --mount=/data:/sandbox/data:ro -- app
+  ward run --overlay --overlay-keep=./changes -- sh -c 'pip install --user x'
+  # network
+  ward run --allow-network=pypi.org --allow-network=files.pythonhosted.org --log-network -- pip download x
+  # syscalls
+  ward run --seccomp=strict -- ./compute
+  # results and logs
   ward run --json --output-limit=64K -- sh -c 'ls /'
-  ward run --report=result.json --env=DEBUG=1 -- ./build.sh`,
+  ward run --report=result.json --meta=meta.txt --sandbox-log=verbose -- ./build.sh
+  # config file and profiles
+  ward run --config=simple.toml --profile=testing --explain -- ./tests`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fromFlags, err := f.toConfig(args)
 			if err != nil {
@@ -303,28 +312,6 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		_, _ = os.Stdout.Write(out)
 	}
 	return &exitError{code: res.WardExitCode}
-}
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print ward's version, commit and Go version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			commit := "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						commit = s.Value
-					}
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "ward %s\ncommit %s\n%s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		},
-	}
 }
 
 func newCleanCmd() *cobra.Command {
