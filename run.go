@@ -51,45 +51,81 @@ func Init() {
 // when the sandbox could not be built (the Result says setup_error), and
 // ctx.Err() when ctx ended the run. A program that failed, timed out or
 // could not be executed is a Result with a nil error.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// launched is a sandbox whose setup is done: what Run supervises, or what
+// Start hands out. undo holds, in order, what to release at the end.
+type launched struct {
+	cfg            Config
+	res            *Result
+	log            *logger
+	sb             *nsexec.Sandbox
+	cg             cgroup.Manager
+	proxy          *netns.Proxy
+	stdout, stderr *capture
+	sigs           chan os.Signal
+	undo           []func()
+}
+
+func (l *launched) close() {
+	for i := len(l.undo) - 1; i >= 0; i-- {
+		l.undo[i]()
+	}
+	l.undo = nil
+}
+
+// launch builds the sandbox (a program's, or with session a long-lived
+// one) up to the program's start. On error everything made is released;
+// the Result says setup_error where there is one. An *nsexec.ExecError
+// comes back with the launched sandbox, for Run to report.
+func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Result, err error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.OverlayKeep != "" {
 		cfg.Overlay = true
 		dir, err := checkKeepDir(cfg.OverlayKeep)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.OverlayKeep = dir
 	}
 	t0 := time.Now()
 	userMounts, err := resolveMounts(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res := newResult(cfg)
+	res = newResult(cfg)
+	l = &launched{cfg: cfg, res: res}
+	defer func() {
+		if err != nil && l != nil {
+			var execErr *nsexec.ExecError
+			if !errors.As(err, &execErr) {
+				l.close()
+				l = nil
+			}
+		}
+	}()
 	spec, err := buildSpec(cfg)
 	if err != nil {
-		return failSetup(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
+		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
 	}
 	if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
 		// Verbose: a listener decides the denials and counts them.
 		var prog seccomp.Program
 		if prog, err = seccomp.CompileNotify(seccomp.Builtin(cfg.Seccomp)); err != nil {
-			return failSetup(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
+			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
 		}
 		spec.Seccomp, spec.SeccompNotify = []seccomp.Program{prog}, cfg.Seccomp
 	} else if spec.Seccomp, err = seccompPrograms(cfg.Seccomp); err != nil {
 		switch cfg.Seccomp {
 		case SeccompDefault, SeccompStrict:
-			return failSetup(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
+			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
 		}
 		// A profile file that does not parse or compile is bad input.
-		return nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
+		return l, nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
 	}
 	log := newLogger(cfg)
+	l.log = log
 	log.before(cfg)
 	for _, m := range userMounts {
 		mode := "read-only"
@@ -107,7 +143,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.ForwardSignals {
 		sigs = make(chan os.Signal, 8)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-		defer signal.Stop(sigs)
+		l.undo = append(l.undo, func() { signal.Stop(sigs) })
+		l.sigs = sigs
 	}
 
 	var stdout, stderr *capture
@@ -116,24 +153,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		stdout = &capture{limit: cfg.OutputLimit, tee: cfg.Stdout}
 		stderr = &capture{limit: cfg.OutputLimit, tee: cfg.Stderr}
 		stdio.Stdout, stdio.Stderr = stdout, stderr
+		l.stdout, l.stderr = stdout, stderr
 	}
 
 	// The cgroup exists before any process of the sandbox does; the
 	// program's process joins it before it runs any of its code.
 	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
 	if err != nil {
-		return failSetup(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
+		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
-	defer func() {
+	l.cg = cg
+	l.undo = append(l.undo, func() {
 		_ = cg.Kill()
 		if err := cg.Destroy(); err != nil && cfg.LogWriter != nil {
 			fmt.Fprintf(cfg.LogWriter, "ward: remove cgroup: %v (ward clean removes it later)\n", err)
 		}
-	}()
+	})
 
 	procs, err := cg.OpenProcs()
 	if err != nil {
-		return failSetup(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
+		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.CgroupFDs = len(procs)
 	opened, err := openMounts(userMounts, cfg.AllowSockets, 4+len(procs))
@@ -141,16 +180,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for _, f := range procs {
 			f.Close()
 		}
-		return failSetup(res, &nsexec.SetupError{Step: "open-user-paths", Errno: errnoOf(err), Msg: err.Error()})
+		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-user-paths", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.UserMounts, spec.DenyPatterns = opened.mounts, cfg.DenyPatterns
 	lowers, notes, err := openOverlayLowers(spec.Plan, 4+len(procs)+len(opened.files))
 	if err != nil {
 		closeAll(procs)
 		opened.close()
-		return failSetup(res, &nsexec.SetupError{Step: "open-overlay", Errno: errnoOf(err), Msg: err.Error()})
+		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-overlay", Errno: errnoOf(err), Msg: err.Error()})
 	}
-	defer closeAll(lowers)
+	l.undo = append(l.undo, func() { closeAll(lowers) })
 	for _, n := range notes {
 		log.v("Overlay: %s", n)
 	}
@@ -159,17 +198,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			closeAll(procs)
 			opened.close()
-			return failSetup(res, &nsexec.SetupError{Step: "open-overlay-keep", Errno: errnoOf(err), Msg: err.Error()})
+			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-overlay-keep", Errno: errnoOf(err), Msg: err.Error()})
 		}
-		defer keep.Close()
+		l.undo = append(l.undo, func() { keep.Close() })
 		lowers = append(lowers, keep)
 		spec.OverlayKeepFD = 4 + len(procs) + len(opened.files) + len(lowers) - 1
 	}
-	defer func() {
+	l.undo = append(l.undo, func() {
 		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
 			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
 		}
-	}()
+	})
 	extra := append(opened.files, lowers...)
 	var proxy *netns.Proxy
 	if cfg.Network == NetworkProxy {
@@ -177,15 +216,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if proxy, ours, theirs, err = startProxy(cfg, log); err != nil {
 			closeAll(procs)
 			opened.close()
-			return failSetup(res, &nsexec.SetupError{Step: "start-proxy", Errno: errnoOf(err), Msg: err.Error()})
+			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "start-proxy", Errno: errnoOf(err), Msg: err.Error()})
 		}
-		defer ours.Close()
-		defer theirs.Close() // (also closed once the init has its copy)
+		l.undo = append(l.undo, func() { ours.Close(); theirs.Close() })
+		l.proxy = proxy
 		extra = append(extra, theirs)
 		spec.ProxyFD = 4 + len(procs) + len(extra) - 1
 	}
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: extra,
+		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: extra, Session: session,
 	})
 	for _, f := range procs {
 		f.Close() // the init has its own copies
@@ -195,8 +234,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		extra[len(extra)-1].Close() // the init's end: its EOF now means the init is gone
 	}
 	if err != nil {
-		return failSetup(res, err)
+		return l, nil, failSetupErr(res, err)
 	}
+	l.sb = sb
+	l.undo = append(l.undo, func() { sb.Kill(); _, _ = sb.Wait() })
 	started := make(chan error, 1)
 	go func() { _, err := sb.WaitStarted(); started <- err }()
 	select {
@@ -215,35 +256,57 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var execErr *nsexec.ExecError
 	switch {
 	case errors.As(err, &execErr):
-		_, _ = sb.Wait()
-		res.Status, res.ExitCode, res.Error = StatusExited, ptr(execErr.ExitCode()), ptr(execErr.Error())
-		res.WardExitCode = exitCodeFor(res)
-		log.after(res)
-		return res, nil
+		return l, res, err
 	case err != nil:
 		sb.Kill()
 		_, _ = sb.Wait()
 		var se *nsexec.SetupError
 		if errors.As(err, &se) && se.Step == "enter-workdir" && (se.Errno == syscall.ENOENT || se.Errno == syscall.ENOTDIR) {
-			return nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
+			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
 		}
-		return failSetup(res, err)
+		return l, nil, setupFailed(res, err)
 	}
+	return l, res, nil
+}
 
-	sv := supervise(ctx, cfg, sb, cg, sigs)
-	if proxy != nil {
-		for _, e := range proxy.Events() {
+// Run runs cfg.Args in a fresh sandbox and waits for it to end. It returns a
+// *ConfigError for an invalid cfg (nothing started), a *SetupError when the
+// sandbox could not be built (the Result says setup_error), and ctx.Err()
+// when ctx ended the run. A program that failed, timed out or could not be
+// executed is a Result with a nil error.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	l, res, err := launch(ctx, cfg, false)
+	var execErr *nsexec.ExecError
+	var se *SetupError
+	switch {
+	case errors.As(err, &execErr):
+		defer l.close()
+		_, _ = l.sb.Wait()
+		res.Status, res.ExitCode, res.Error = StatusExited, ptr(execErr.ExitCode()), ptr(execErr.Error())
+		res.WardExitCode = exitCodeFor(res)
+		l.log.after(res)
+		return res, nil
+	case errors.As(err, &se):
+		return failedResult(err), err
+	case err != nil:
+		return nil, err
+	}
+	defer l.close()
+	cfg, sb, cg := l.cfg, l.sb, l.cg
+	sv := supervise(ctx, cfg, sb, cg, l.sigs)
+	if l.proxy != nil {
+		for _, e := range l.proxy.Events() {
 			res.Network = append(res.Network, NetworkEvent(e))
 		}
 	}
 	res.WallTimeMs = ms(sv.wall)
 	judge(res, cfg, sb, cg, sv)
-	if stdout != nil {
-		res.Stdout, res.StdoutTruncated = ptr(stdout.String()), stdout.truncated
-		res.Stderr, res.StderrTruncated = ptr(stderr.String()), stderr.truncated
+	if l.stdout != nil {
+		res.Stdout, res.StdoutTruncated = ptr(l.stdout.String()), l.stdout.truncated
+		res.Stderr, res.StderrTruncated = ptr(l.stderr.String()), l.stderr.truncated
 	}
 	res.WardExitCode = exitCodeFor(res)
-	log.after(res)
+	l.log.after(res)
 	return res, sv.ctxErr
 }
 
@@ -404,10 +467,38 @@ func newResult(cfg Config) *Result {
 	return r
 }
 
-func failSetup(res *Result, err error) (*Result, error) {
+// SetupError is a sandbox that could not be built: the step (named for
+// the side of the fork that runs it), the path and errno where there are.
+type SetupError = nsexec.SetupError
+
+// setupFailed wraps a setup failure with its result, so that Run can hand
+// both back.
+type setupFailedError struct {
+	*SetupError
+	res *Result
+}
+
+func (e *setupFailedError) Unwrap() error { return e.SetupError }
+
+func failSetupErr(res *Result, err error) error {
 	res.Status, res.Error = StatusSetupError, ptr(err.Error())
 	res.WardExitCode = ExitSetup
-	return res, err
+	var se *SetupError
+	if !errors.As(err, &se) {
+		se = &SetupError{Step: "setup", Msg: err.Error()}
+	}
+	return &setupFailedError{SetupError: se, res: res}
+}
+
+func setupFailed(res *Result, err error) error { return failSetupErr(res, err) }
+
+// failedResult is the Result a setup failure carries.
+func failedResult(err error) *Result {
+	var f *setupFailedError
+	if errors.As(err, &f) {
+		return f.res
+	}
+	return nil
 }
 
 func setUsage(r *Result, userUs, sysUs, maxRSSKB int64) {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -73,12 +74,13 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // proc is one side's state: the protocol socket and the spec.
 type proc struct {
-	upper int // the overlays' upper layers, for --overlay-keep (0: none)
-	conn  *os.File
-	enc   *json.Encoder
-	dec   *json.Decoder
-	spec  Spec
-	steps []StepTime
+	sendMu sync.Mutex
+	upper  int // the overlays' upper layers, for --overlay-keep (0: none)
+	conn   *os.File
+	enc    *json.Encoder
+	dec    *json.Decoder
+	spec   Spec
+	steps  []StepTime
 }
 
 func newProc() *proc {
@@ -159,6 +161,9 @@ func RunInit() {
 	p.spec = p.receive(MsgConfig).spec
 	p.runSteps(initSteps)
 	p.send(Msg{Type: MsgReady, Steps: p.steps})
+	if p.spec.Session {
+		p.serveSession()
+	}
 	p.runProgram()
 }
 
@@ -227,6 +232,8 @@ func (p *proc) receive(want string) received {
 }
 
 func (p *proc) send(m Msg) {
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
 	// A send that fails means the other side is gone: nothing to report to.
 	if err := p.enc.Encode(m); err != nil {
 		os.Exit(137)
@@ -370,36 +377,68 @@ func clearCapabilities() error {
 	return nil
 }
 
-// runProgram forks the gate and reports whether the program started. Then it
-// relays signals, reaps every process and reports the program's end.
-func (p *proc) runProgram() {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
-
+// forkGate forks a gate for spec (its Args, Env, Dir) with stdio as its
+// 0, 1 and 2, and waits until it execs the program (nil) or reports why
+// it could not (the message to relay). In notify mode it also returns the
+// seccomp listener the gate handed over.
+func (p *proc) forkGate(spec Spec, stdio [3]int) (int, *Msg, *seccomp.Listener) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		p.fail("gate-socketpair", err)
+		return 0, &Msg{Type: MsgError, Step: "gate-socketpair", Message: err.Error(), Errno: int(fs.Errno(err))}, nil
 	}
 	// Exec ourselves from the detached host mount: /proc/self/exe still
 	// names the binary. The gate's fd 3 is its end of the socketpair; the
 	// cgroup.procs fds follow at the same numbers as here.
-	files := []uintptr{0, 1, 2, uintptr(fds[1])}
-	for i := 0; i < p.spec.CgroupFDs; i++ {
+	files := []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2]), uintptr(fds[1])}
+	for i := 0; i < spec.CgroupFDs; i++ {
 		files = append(files, uintptr(protoFd+1+i))
 	}
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{"ward", gateArg}, &syscall.ProcAttr{
 		Env:   []string{},
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Setsid: !p.spec.TTY},
+		Sys:   &syscall.SysProcAttr{Setsid: !spec.TTY},
 	})
 	unix.Close(fds[1])
-	if err != nil {
-		p.fail("fork-gate", err)
-	}
 	gate := os.NewFile(uintptr(fds[0]), "ward-gate")
-	if err := json.NewEncoder(gate).Encode(Msg{Type: MsgConfig, Spec: &p.spec}); err != nil {
-		p.fail("configure-gate", err)
+	defer gate.Close()
+	if err != nil {
+		return 0, &Msg{Type: MsgError, Step: "fork-gate", Message: err.Error(), Errno: int(fs.Errno(err))}, nil
 	}
+	if err := json.NewEncoder(gate).Encode(Msg{Type: MsgConfig, Spec: &spec}); err != nil {
+		return pid, &Msg{Type: MsgError, Step: "configure-gate", Message: err.Error()}, nil
+	}
+	var first io.Reader = strings.NewReader("")
+	var listener *seccomp.Listener
+	if spec.SeccompNotify != "" {
+		// The gate sends the listener fd, or (it failed before) the first
+		// byte of an error message.
+		buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+		n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, 0)
+		if err == nil && oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				if rights, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(rights) > 0 {
+					listener = seccomp.NewListener(rights[0], seccomp.Builtin(spec.SeccompNotify))
+					go listener.Serve()
+				}
+			}
+		} else if err == nil && n > 0 {
+			first = bytes.NewReader(buf[:n])
+		}
+	}
+	// The gate reports a failure, or execs: then its end of the socket
+	// closes (CLOEXEC) and the read sees EOF.
+	var m Msg
+	if err := json.NewDecoder(bufio.NewReader(io.MultiReader(first, gate))).Decode(&m); err == nil {
+		return pid, &m, nil
+	}
+	return pid, nil, listener
+}
+
+// runProgram forks the gate for the program and reports whether it
+// started; then it supervises it.
+func (p *proc) runProgram() {
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
 	// The parent only ever closes its end: EOF means it died, and then the
 	// sandbox must end.
 	go func() {
@@ -408,35 +447,121 @@ func (p *proc) runProgram() {
 		}
 		os.Exit(137)
 	}()
-	var first io.Reader = strings.NewReader("")
-	var listener *seccomp.Listener
-	if p.spec.SeccompNotify != "" {
-		// The gate sends the listener fd, or (it failed before) the first
-		// byte of an error message.
-		buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
-		n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, 0)
-		if err == nil && oobn > 0 {
-			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
-				if rights, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(rights) > 0 {
-					listener = seccomp.NewListener(rights[0], seccomp.Builtin(p.spec.SeccompNotify))
-					go listener.Serve()
-				}
-			}
-		} else if err == nil && n > 0 {
-			first = bytes.NewReader(buf[:n])
-		}
-	}
-	gdec := json.NewDecoder(bufio.NewReader(io.MultiReader(first, gate)))
-	// The gate reports a failure, or execs: then its end of the socket
-	// closes (CLOEXEC) and the read sees EOF.
-	var m Msg
-	if err := gdec.Decode(&m); err == nil {
-		p.send(m) // error or exec_error, relayed as is
+	pid, failed, listener := p.forkGate(p.spec, [3]int{0, 1, 2})
+	if failed != nil {
+		p.send(*failed) // error or exec_error, relayed as is
 		os.Exit(71)
 	}
-	gate.Close()
 	p.send(Msg{Type: MsgStarted, Pid: pid})
 	p.supervise(pid, sigs, listener)
+}
+
+// serveSession runs a long-lived sandbox: each ExecRequest that comes
+// over ExecFD becomes a gate and a program; every end is reported by ID.
+// The init ends when its parent does (EOF on fd 3).
+func (p *proc) serveSession() {
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	go func() {
+		var m Msg
+		for p.dec.Decode(&m) == nil {
+		}
+		os.Exit(0)
+	}()
+	var mu sync.Mutex
+	running := map[int]int{} // pid -> id
+	early := map[int]*Exit{} // reaped before their pid was recorded
+	go func() {
+		buf, oob := make([]byte, 1<<20), make([]byte, unix.CmsgSpace(3*4))
+		for {
+			n, oobn, _, _, err := unix.Recvmsg(p.spec.ExecFD, buf, oob, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || n == 0 {
+				os.Exit(0)
+			}
+			var req ExecRequest
+			if json.Unmarshal(buf[:n], &req) != nil {
+				continue
+			}
+			var fds []int
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				fds, _ = unix.ParseUnixRights(&msgs[0])
+			}
+			if req.Kill != 0 {
+				mu.Lock()
+				for pid, id := range running {
+					if id == req.ID {
+						_ = syscall.Kill(-pid, syscall.Signal(req.Kill))
+					}
+				}
+				mu.Unlock()
+				continue
+			}
+			if len(fds) != 3 {
+				p.send(Msg{Type: MsgError, ID: req.ID, Step: "exec", Message: "want 3 stdio fds"})
+				continue
+			}
+			spec := p.spec
+			spec.Args, spec.Env, spec.Dir = req.Args, req.Env, req.Dir
+			spec.TTY = false
+			go func(req ExecRequest, fds []int) {
+				pid, failed, _ := p.forkGate(spec, [3]int{fds[0], fds[1], fds[2]})
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+				if failed != nil {
+					failed.ID = req.ID
+					p.send(*failed)
+					return
+				}
+				mu.Lock()
+				if ex, ok := early[pid]; ok {
+					delete(early, pid)
+					mu.Unlock()
+					p.send(Msg{Type: MsgStarted, ID: req.ID, Pid: pid})
+					p.send(Msg{Type: MsgExit, ID: req.ID, Exit: ex})
+					return
+				}
+				running[pid] = req.ID
+				mu.Unlock()
+				p.send(Msg{Type: MsgStarted, ID: req.ID, Pid: pid})
+			}(req, fds)
+		}
+	}()
+	for range sigs {
+		for {
+			var ws syscall.WaitStatus
+			var ru syscall.Rusage
+			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
+			if err == syscall.EINTR {
+				continue
+			}
+			if r <= 0 || err != nil {
+				break
+			}
+			ex := &Exit{Code: -1, Reaped: 1, UserUs: ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), SysUs: ru.Stime.Sec*1e6 + int64(ru.Stime.Usec),
+				MaxRSSKB: ru.Maxrss, NVCSw: ru.Nvcsw, NIVCSw: ru.Nivcsw}
+			switch {
+			case ws.Exited():
+				ex.Code = ws.ExitStatus()
+			case ws.Signaled():
+				ex.Signal = int(ws.Signal())
+			}
+			mu.Lock()
+			id, ok := running[r]
+			if ok {
+				delete(running, r)
+			} else {
+				early[r] = ex // a gate's pid not recorded yet (or an orphan: harmless)
+			}
+			mu.Unlock()
+			if ok {
+				p.send(Msg{Type: MsgExit, ID: id, Exit: ex})
+			}
+		}
+	}
 }
 
 // supervise waits for the program while reaping orphans, and forwards the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -38,6 +39,9 @@ type Options struct {
 	// writing by this process: the program's process writes itself into
 	// each before it execs (spec.CgroupFDs must be len(CgroupProcs)).
 	CgroupProcs []*os.File
+	// Session starts a long-lived sandbox: no program; commands come with
+	// Exec.
+	Session bool
 	// SourceFDs are O_PATH fds of bind sources, inherited by the init after
 	// the CgroupProcs (fd 4+len(CgroupProcs)...), named by the plan's SrcFD.
 	SourceFDs []*os.File
@@ -45,11 +49,15 @@ type Options struct {
 
 // Sandbox is a started init, seen from the parent.
 type Sandbox struct {
-	cmd    *exec.Cmd
-	conn   *os.File
-	msgs   chan Msg
-	waited chan struct{}
-	exit   *Exit
+	session bool
+	execCtl *os.File
+	execMu  sync.Mutex
+	waiters map[int]chan Msg
+	cmd     *exec.Cmd
+	conn    *os.File
+	msgs    chan Msg
+	waited  chan struct{}
+	exit    *Exit
 	// Steps are the init's setup step timings, once ready.
 	Steps []StepTime
 }
@@ -67,6 +75,20 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	child := os.NewFile(uintptr(fds[1]), "ward-child")
 	defer child.Close()
 
+	extra := append(append([]*os.File{child}, opt.CgroupProcs...), opt.SourceFDs...) // fd 3, then 4...
+	var execOurs *os.File
+	if opt.Session {
+		efds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			parent.Close()
+			return nil, &SetupError{Step: "socketpair", Errno: errno(err), Msg: err.Error()}
+		}
+		execOurs = os.NewFile(uintptr(efds[0]), "ward-exec")
+		theirs := os.NewFile(uintptr(efds[1]), "ward-exec-init")
+		defer theirs.Close()
+		extra = append(extra, theirs)
+		spec.Session, spec.ExecFD = true, 3+len(extra)-1
+	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if !opt.HostNetwork {
@@ -80,7 +102,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     stdio.Stderr,
-		ExtraFiles: append(append([]*os.File{child}, opt.CgroupProcs...), opt.SourceFDs...), // fd 3, then 4...
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: HostUIDBase, Size: IDRange}},
@@ -98,7 +120,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		parent.Close()
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
-	sb := &Sandbox{cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
+	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan Msg{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
 	go sb.readMsgs()
 	if err := json.NewEncoder(parent).Encode(Msg{Type: MsgConfig, Spec: spec}); err != nil {
 		sb.Kill()
@@ -131,6 +153,10 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 		switch m.Type {
 		case MsgReady:
 			sb.Steps = m.Steps
+			if sb.session {
+				go sb.dispatch()
+				return 0, nil
+			}
 		case MsgStarted:
 			return m.Pid, nil
 		case MsgError:
@@ -146,6 +172,58 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 		msg += ": " + err.Error()
 	}
 	return 0, &SetupError{Step: "init", Msg: msg}
+}
+
+// dispatch routes a long-lived sandbox's messages to the Exec waiting for
+// them, by ID, until the init ends.
+func (sb *Sandbox) dispatch() {
+	for m := range sb.msgs {
+		sb.execMu.Lock()
+		ch := sb.waiters[m.ID]
+		sb.execMu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	}
+	sb.execMu.Lock()
+	for id, ch := range sb.waiters {
+		close(ch)
+		delete(sb.waiters, id)
+	}
+	sb.execMu.Unlock()
+}
+
+// Exec asks a long-lived sandbox's init to run req with stdio as the
+// command's 0, 1 and 2. The channel gets "started" (or "error" /
+// "exec_error"), then "exit", and is closed if the sandbox ends first.
+func (sb *Sandbox) Exec(req ExecRequest, stdio [3]*os.File) (<-chan Msg, error) {
+	ch := make(chan Msg, 4)
+	sb.execMu.Lock()
+	sb.waiters[req.ID] = ch
+	sb.execMu.Unlock()
+	b, err := json.Marshal(req)
+	if err == nil {
+		err = unix.Sendmsg(int(sb.execCtl.Fd()), b, unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())), nil, 0)
+	}
+	if err != nil {
+		sb.forget(req.ID)
+		return nil, fmt.Errorf("send the command to the sandbox: %w", err)
+	}
+	return ch, nil
+}
+
+// KillExec sends sig to command id's process group.
+func (sb *Sandbox) KillExec(id int, sig syscall.Signal) {
+	if b, err := json.Marshal(ExecRequest{ID: id, Kill: int(sig)}); err == nil {
+		_ = unix.Sendmsg(int(sb.execCtl.Fd()), b, nil, nil, 0)
+	}
+}
+
+// forget drops command id's channel.
+func (sb *Sandbox) forget(id int) {
+	sb.execMu.Lock()
+	delete(sb.waiters, id)
+	sb.execMu.Unlock()
 }
 
 // Signal sends sig to the init, which relays the forwarded signals to the

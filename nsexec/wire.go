@@ -85,6 +85,11 @@ type Spec struct {
 	// FileSize is RLIMIT_FSIZE in bytes (0: none); SIGXFSZ is then ignored
 	// so that a write past it fails with EFBIG instead of killing.
 	FileSize uint64 `json:"fsize,omitempty"`
+	// Session: a long-lived sandbox. The init starts no program; it runs
+	// the commands that come over ExecFD (ExecRequest and three stdio fds
+	// per SEQPACKET message) and reports each one's start and end by ID.
+	Session bool `json:"session,omitempty"`
+	ExecFD  int  `json:"exec_fd,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.
@@ -125,15 +130,17 @@ type StepTime struct {
 
 // Msg is one line of the protocol.
 type Msg struct {
-	Type    string     `json:"type"`
-	Spec    *Spec      `json:"spec,omitempty"`
-	Step    string     `json:"step,omitempty"`
-	Path    string     `json:"path,omitempty"`
-	Errno   int        `json:"errno,omitempty"`
-	Message string     `json:"msg,omitempty"`
-	Pid     int        `json:"pid,omitempty"`
-	Exit    *Exit      `json:"exit,omitempty"`
-	Steps   []StepTime `json:"steps,omitempty"`
+	Type    string `json:"type"`
+	Spec    *Spec  `json:"spec,omitempty"`
+	Step    string `json:"step,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Errno   int    `json:"errno,omitempty"`
+	Message string `json:"msg,omitempty"`
+	Pid     int    `json:"pid,omitempty"`
+	// ID names the command of a long-lived sandbox a message is about.
+	ID    int        `json:"id,omitempty"`
+	Exit  *Exit      `json:"exit,omitempty"`
+	Steps []StepTime `json:"steps,omitempty"`
 }
 
 // SetupError is a failed setup step, on either side of the fork.
@@ -191,4 +198,15 @@ func hintFor(e *SetupError) string {
 		return "ward needs root (CAP_SYS_ADMIN) on the host"
 	}
 	return ""
+}
+
+// ExecRequest asks a long-lived sandbox's init to run a command (its
+// stdin, stdout and stderr come as fds with the message), or, with Kill,
+// to signal the command ID's process group.
+type ExecRequest struct {
+	ID   int      `json:"id"`
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	Kill int      `json:"kill,omitempty"`
 }
