@@ -62,6 +62,7 @@ type launched struct {
 	proxy          *netns.Proxy
 	stdout, stderr *capture
 	sigs           chan os.Signal
+	spec           *nsexec.Spec
 	undo           []func()
 }
 
@@ -125,7 +126,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		return l, nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
 	}
 	log := newLogger(cfg)
-	l.log = log
+	l.log, l.spec = log, spec
 	log.before(cfg)
 	for _, m := range userMounts {
 		mode := "read-only"

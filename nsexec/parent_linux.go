@@ -219,6 +219,9 @@ func (sb *Sandbox) KillExec(id int, sig syscall.Signal) {
 	}
 }
 
+// Forget drops command id's channel (after its end).
+func (sb *Sandbox) Forget(id int) { sb.forget(id) }
+
 // forget drops command id's channel.
 func (sb *Sandbox) forget(id int) {
 	sb.execMu.Lock()

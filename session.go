@@ -1,0 +1,239 @@
+package ward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/wardbox/ward/nsexec"
+)
+
+// Errors a Result stands for (see Result.Err), for errors.Is.
+var (
+	ErrTimeout = errors.New("ward: time limit exceeded")
+	ErrMemory  = errors.New("ward: memory limit exceeded")
+)
+
+// Err is the error the result stands for: ErrTimeout (wall or CPU time),
+// ErrMemory, the *SetupError of a setup failure, or nil.
+func (r *Result) Err() error {
+	switch r.Status {
+	case StatusTimeout, StatusCPUTimeout:
+		return ErrTimeout
+	case StatusMemory:
+		return ErrMemory
+	case StatusSetupError:
+		msg := "setup failed"
+		if r.Error != nil {
+			msg = *r.Error
+		}
+		return &SetupError{Step: "setup", Msg: msg}
+	}
+	return nil
+}
+
+// Command is one program to run in a long-lived sandbox.
+type Command struct {
+	Args []string
+	// Env adds "K=V" on top of the sandbox's environment.
+	Env []string
+	// Dir is the working directory inside; empty means the sandbox's.
+	Dir string
+	// Stdin, Stdout, Stderr: nil means /dev/null (and discard).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// TimeLimit ends this command only (0: none).
+	TimeLimit time.Duration
+}
+
+// Sandbox is a long-lived sandbox: namespaces, cgroup, root and network
+// stay up, and every Exec runs in them, with the same files, limits (the
+// cgroup is shared), seccomp policy and identity.
+type Sandbox struct {
+	l      *launched
+	nextID atomic.Int64
+	once   sync.Once
+}
+
+// Start builds a sandbox from cfg (cfg.Args is ignored) that stays up
+// until Close. ctx bounds the setup only.
+func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
+	cfg.Args = []string{"ward-session"} // none runs; Validate wants one
+	cfg.ForwardSignals, cfg.Capture = false, false
+	l, res, err := launch(ctx, cfg, true)
+	if err != nil {
+		if res != nil && l != nil {
+			l.close()
+		}
+		return nil, err
+	}
+	return &Sandbox{l: l}, nil
+}
+
+// Close kills everything inside and removes all state (cgroup, mounts,
+// what was lent). It may be called more than once.
+func (s *Sandbox) Close() error {
+	s.once.Do(func() { s.l.close() })
+	return nil
+}
+
+// Exec runs c in the sandbox and waits for it. A command that failed, ran
+// out of time or could not be executed is a Result (see Result.Err);
+// ctx's end kills the command and returns ctx.Err().
+func (s *Sandbox) Exec(ctx context.Context, c Command) (*Result, error) {
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return nil, &ConfigError{Key: "command", Value: "", Reason: "no command given"}
+	}
+	id := int(s.nextID.Add(1))
+	res := &Result{Network: []NetworkEvent{}, Limits: s.l.res.Limits}
+	if c.TimeLimit > 0 {
+		res.Limits.TimeLimitMs = ptr(c.TimeLimit.Milliseconds())
+	}
+	files, wait, closeChild, err := commandStdio(c)
+	if err != nil {
+		return nil, err
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = s.l.spec.Dir
+	}
+	env := append(append([]string{}, s.l.spec.Env...), c.Env...)
+	oomBefore := s.oomKills()
+	ch, err := s.l.sb.Exec(nsexec.ExecRequest{ID: id, Args: c.Args, Env: env, Dir: dir}, files)
+	closeChild()
+	if err != nil {
+		wait()
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	var start time.Time
+	timedOut := false
+	var ctxErr error
+	for {
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				wait()
+				return nil, fmt.Errorf("the sandbox ended while %q ran", c.Args[0])
+			}
+			switch m.Type {
+			case nsexec.MsgStarted:
+				start = time.Now()
+				if c.TimeLimit > 0 {
+					deadline = time.After(c.TimeLimit)
+				}
+			case nsexec.MsgExecError:
+				wait()
+				e := &nsexec.ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
+				res.Status, res.ExitCode, res.Error = StatusExited, ptr(e.ExitCode()), ptr(e.Error())
+				res.WardExitCode = exitCodeFor(res)
+				return res, nil
+			case nsexec.MsgError:
+				wait()
+				return nil, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}
+			case nsexec.MsgExit:
+				wait()
+				s.l.sb.Forget(id)
+				res.WallTimeMs = ms(time.Since(start))
+				ex := m.Exit
+				setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
+				switch {
+				case timedOut:
+					res.Status = StatusTimeout
+					res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(c.TimeLimit)))
+				case ex.Signal == int(syscall.SIGKILL) && s.oomKills() > oomBefore:
+					res.Status = StatusMemory
+					res.Error = ptr(fmt.Sprintf("memory limit exceeded (%s)", FormatSize(s.l.cfg.MemoryLimit)))
+				case ex.Signal != 0:
+					res.Status, res.Signal = StatusSignaled, ptr(ex.Signal)
+				default:
+					res.Status, res.ExitCode = StatusExited, ptr(ex.Code)
+				}
+				res.WardExitCode = exitCodeFor(res)
+				return res, ctxErr
+			}
+		case <-deadline:
+			timedOut = true
+			s.l.sb.KillExec(id, syscall.SIGKILL)
+			deadline = nil
+		case <-ctx.Done():
+			ctxErr = ctx.Err()
+			s.l.sb.KillExec(id, syscall.SIGKILL)
+			ctx = context.Background()
+		}
+	}
+}
+
+func (s *Sandbox) oomKills() uint64 {
+	st, err := s.l.cg.Stats()
+	if err != nil {
+		return 0
+	}
+	return st.OOMKills
+}
+
+// commandStdio makes the command's three fds: a stream that is an
+// *os.File is passed as is, any other is copied through a pipe. wait
+// waits for the copies; closeChild closes this side's copies of the
+// command's ends once the init has them.
+func commandStdio(c Command) (files [3]*os.File, wait func(), closeChild func(), err error) {
+	var child []*os.File
+	var wg sync.WaitGroup
+	devnull := func(flag int) (*os.File, error) {
+		f, err := os.OpenFile(os.DevNull, flag, 0)
+		if err == nil {
+			child = append(child, f)
+		}
+		return f, err
+	}
+	fail := func(e error) ([3]*os.File, func(), func(), error) {
+		for _, f := range child {
+			f.Close()
+		}
+		return files, nil, nil, e
+	}
+	switch in := c.Stdin.(type) {
+	case nil:
+		if files[0], err = devnull(os.O_RDONLY); err != nil {
+			return fail(err)
+		}
+	case *os.File:
+		files[0] = in
+	default:
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		files[0], child = r, append(child, r)
+		go func() { _, _ = io.Copy(w, in); w.Close() }()
+	}
+	for i, out := range []io.Writer{c.Stdout, c.Stderr} {
+		switch o := out.(type) {
+		case nil:
+			if files[i+1], err = devnull(os.O_WRONLY); err != nil {
+				return fail(err)
+			}
+		case *os.File:
+			files[i+1] = o
+		default:
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fail(err)
+			}
+			files[i+1], child = w, append(child, w)
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = io.Copy(o, r); r.Close() }()
+		}
+	}
+	return files, wg.Wait, func() {
+		for _, f := range child {
+			f.Close()
+		}
+	}, nil
+}

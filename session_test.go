@@ -1,0 +1,187 @@
+package ward
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain lets this test binary be the sandbox's init and gate: ward
+// re-executes /proc/self/exe, which here is the test binary.
+func TestMain(m *testing.M) {
+	Init()
+	os.Exit(m.Run())
+}
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: ward creates namespaces")
+	}
+}
+
+func start(t *testing.T, cfg Config) *Sandbox {
+	t.Helper()
+	needRoot(t)
+	sb, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Close() })
+	return sb
+}
+
+func execOut(t *testing.T, sb *Sandbox, c Command) (*Result, string) {
+	t.Helper()
+	var out bytes.Buffer
+	c.Stdout = &out
+	res, err := sb.Exec(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out.String()
+}
+
+func TestRunFromGo(t *testing.T) {
+	needRoot(t)
+	res, err := Run(context.Background(), Config{Args: []string{"sh", "-c", "echo hi; exit 3"}, Capture: true})
+	if err != nil || res.Status != StatusExited || *res.ExitCode != 3 || *res.Stdout != "hi\n" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	res, _ = Run(context.Background(), Config{Args: []string{"sleep", "5"}, TimeLimit: 200 * time.Millisecond})
+	if !errors.Is(res.Err(), ErrTimeout) {
+		t.Errorf("a timeout's Err() = %v, want ErrTimeout", res.Err())
+	}
+}
+
+func TestSessionKeepsFilesBetweenExecs(t *testing.T) {
+	sb := start(t, Config{})
+	if res, _ := execOut(t, sb, Command{Args: []string{"sh", "-c", "echo kept > /tmp/state"}}); *res.ExitCode != 0 {
+		t.Fatalf("first exec: %+v", res)
+	}
+	res, out := execOut(t, sb, Command{Args: []string{"cat", "/tmp/state"}})
+	if *res.ExitCode != 0 || out != "kept\n" {
+		t.Errorf("second exec saw %q (%+v)", out, res)
+	}
+	res, out = execOut(t, sb, Command{Args: []string{"sh", "-c", "id -un; echo $FOO"}, Env: []string{"FOO=bar"}})
+	if out != "sandbox\nbar\n" {
+		t.Errorf("identity/env in exec: %q %+v", out, res)
+	}
+}
+
+func TestSessionPerCommandTimeoutKillsOnlyThatCommand(t *testing.T) {
+	sb := start(t, Config{})
+	res, _ := execOut(t, sb, Command{Args: []string{"sleep", "30"}, TimeLimit: 300 * time.Millisecond})
+	if res.Status != StatusTimeout || !errors.Is(res.Err(), ErrTimeout) {
+		t.Fatalf("timed-out command: %+v", res)
+	}
+	if res, out := execOut(t, sb, Command{Args: []string{"echo", "alive"}}); out != "alive\n" {
+		t.Errorf("the sandbox did not survive a command's timeout: %q %+v", out, res)
+	}
+	res, _ = execOut(t, sb, Command{Args: []string{"no-such-command-ward"}})
+	if *res.ExitCode != 127 {
+		t.Errorf("not found: %+v", res)
+	}
+}
+
+func TestSessionContextCancelKillsTheCommand(t *testing.T) {
+	sb := start(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := sb.Exec(ctx, Command{Args: []string{"sleep", "30"}})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 10*time.Second {
+		t.Errorf("Exec = %v after %v, want the context's error soon", err, time.Since(t0))
+	}
+}
+
+func TestSession50ConcurrentExecs(t *testing.T) {
+	sb := start(t, Config{})
+	var wg sync.WaitGroup
+	errs := make(chan string, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var out bytes.Buffer
+			res, err := sb.Exec(context.Background(), Command{Args: []string{"echo", fmt.Sprint(i)}, Stdout: &out})
+			if err != nil || *res.ExitCode != 0 || out.String() != fmt.Sprintf("%d\n", i) {
+				errs <- fmt.Sprintf("exec %d: %q %v", i, out.String(), err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestTwentySandboxesInParallelAndCloseLeavesNothing(t *testing.T) {
+	needRoot(t)
+	var wg sync.WaitGroup
+	paths := make(chan string, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sb, err := Start(context.Background(), Config{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			paths <- sb.l.cg.Path()
+			var out bytes.Buffer
+			res, err := sb.Exec(context.Background(), Command{Args: []string{"hostname"}, Stdout: &out})
+			if err != nil || strings.TrimSpace(out.String()) != "sandbox" {
+				t.Errorf("exec: %v %+v %q", err, res, out.String())
+			}
+			_ = sb.Close()
+		}()
+	}
+	wg.Wait()
+	close(paths)
+	for p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("cgroup %s left after Close", p)
+		}
+	}
+}
+
+// ExampleStart runs two commands in one long-lived sandbox (as root).
+func ExampleStart() {
+	if os.Geteuid() != 0 {
+		fmt.Println("kept")
+		return
+	}
+	sb, err := Start(context.Background(), Config{MemoryLimit: 256 << 20})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sb.Close()
+	_, _ = sb.Exec(context.Background(), Command{Args: []string{"sh", "-c", "echo kept > /tmp/f"}})
+	_, _ = sb.Exec(context.Background(), Command{Args: []string{"cat", "/tmp/f"}, Stdout: os.Stdout})
+	// Output: kept
+}
+
+// ExampleRun runs one program in a fresh sandbox and reads the result.
+func ExampleRun() {
+	if os.Geteuid() != 0 {
+		fmt.Println("exited 0: hello")
+		return
+	}
+	res, err := Run(context.Background(), Config{Args: []string{"echo", "hello"}, Capture: true, TimeLimit: 5 * time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s %d: %s", res.Status, *res.ExitCode, *res.Stdout)
+	// Output: exited 0: hello
+}
