@@ -237,3 +237,20 @@ func commandStdio(c Command) (files [3]*os.File, wait func(), closeChild func(),
 		}
 	}, nil
 }
+
+// SandboxStats are a long-lived sandbox's current figures.
+type SandboxStats struct {
+	MemoryCurrent int64 // bytes now charged to its cgroup
+	Processes     int64 // tasks now in it
+}
+
+// Stats reads the sandbox's current memory and task count.
+func (s *Sandbox) Stats() (SandboxStats, error) {
+	var st SandboxStats
+	var err error
+	if st.Processes, err = s.l.cg.PidsCurrent(); err != nil {
+		return st, err
+	}
+	st.MemoryCurrent, err = s.l.cg.MemoryCurrent()
+	return st, err
+}

@@ -59,6 +59,8 @@ type Manager interface {
 	CPUUsage() (time.Duration, error)
 	// PidsCurrent is the number of tasks now in the cgroup.
 	PidsCurrent() (int64, error)
+	// MemoryCurrent is the memory now charged to the cgroup.
+	MemoryCurrent() (int64, error)
 	// Stats reads every figure.
 	Stats() (Stats, error)
 	// Kill sends SIGKILL to every process in the cgroup.

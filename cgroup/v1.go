@@ -128,3 +128,7 @@ func (m *v1) Destroy() error {
 	}
 	return first
 }
+
+func (m *v1) MemoryCurrent() (int64, error) {
+	return readInt(filepath.Join(m.paths[cgroup1.Memory], "memory.usage_in_bytes"))
+}

@@ -190,3 +190,5 @@ func (m *v2) Kill() error {
 }
 
 func (m *v2) Destroy() error { return rmdirRetry(m.path) }
+
+func (m *v2) MemoryCurrent() (int64, error) { return readInt(filepath.Join(m.path, "memory.current")) }

@@ -28,7 +28,7 @@ var (
 // the default policy takes libseccomp a few milliseconds, more than the
 // rest of a sandbox's setup. Root only (0700); a missing or unwritable
 // directory only means compiling each time.
-var CacheDir = "/run/ward/seccomp"
+var CacheDir = "/run/ward/.seccomp"
 
 // CompileCached compiles p once per process and, through CacheDir, once
 // per policy content, libseccomp version and kernel.

@@ -23,7 +23,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(), newManCmd())
+	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(), newManCmd(),
+		newStartCmd(), newSuperviseCmd(), newExecCmd(), newPsCmd(), newStopCmd())
 	return root
 }
 
@@ -57,6 +58,7 @@ type runFlags struct {
 	config          string
 	profile         string
 	explain         bool
+	stdioJSON       bool
 	fileDescriptors int
 	env             []string
 	network         string
@@ -89,6 +91,9 @@ func newRunCmd() *cobra.Command {
   # config file and profiles
   ward run --config=simple.toml --profile=testing --explain -- ./tests`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.stdioJSON && len(args) == 0 {
+				args = []string{"ward-session"} // the commands come on stdin
+			}
 			fromFlags, err := f.toConfig(args)
 			if err != nil {
 				return err
@@ -99,6 +104,16 @@ func newRunCmd() *cobra.Command {
 			}
 			if f.explain {
 				printExplain(explain)
+			}
+			if f.stdioJSON {
+				ctx := cmd.Context()
+				if ctx == nil {
+					ctx = context.Background()
+				}
+				if err := serveStdioJSON(ctx, cfg, os.Stdin, os.Stdout); err != nil {
+					return &exitError{code: ward.ExitSetup, msg: err.Error()}
+				}
+				return nil
 			}
 			return runSandbox(cmd.Context(), cfg, f)
 		},
@@ -115,6 +130,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml, if present)")
 	fl.StringVar(&f.profile, "profile", "default", "profile: default, strict, testing, development, or one of the config file's")
 	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile (simple run --sandbox=NAME passes it through)")
+	fl.BoolVar(&f.stdioJSON, "stdio-json", false, "read one JSON request per line on stdin ({\"args\":[...],\"stdin\":\"...\",\"env\":{},\"time_limit\":\"5s\"}), run each in one sandbox, write one result per line")
 	fl.BoolVar(&f.explain, "explain", false, "print where each effective setting came from (default, file, profile or flag)")
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
 	fl.StringVar(&f.cpuTimeLimit, "cpu-time-limit", "", "CPU time of the whole sandbox, all processes (1s, 500ms); exit 124 when exceeded")
@@ -317,12 +333,17 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 func newCleanCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "clean",
-		Short: "Remove what sandboxes of a ward that died left behind (cgroups)",
+		Short: "Remove what sandboxes of a ward that died left behind (cgroups, /run/ward state)",
 		Long: `Remove the cgroups of sandboxes whose ward was killed (SIGKILL, a crash):
 every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone.
 Each ward run also does this before it starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			states := cleanStates()
+			removedState := len(states) > 0
+			for _, p := range states {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed state %s\n", p)
+			}
 			removed, err := cgroup.Clean()
 			for _, p := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed cgroup %s\n", p)
@@ -331,7 +352,7 @@ Each ward run also does this before it starts.`,
 				fmt.Fprintf(os.Stderr, "ward: clean: %v\n", err)
 				return &exitError{code: ward.ExitSetup}
 			}
-			if len(removed) == 0 {
+			if len(removed) == 0 && !removedState {
 				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove")
 			}
 			return nil

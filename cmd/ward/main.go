@@ -10,8 +10,12 @@ import (
 	"github.com/wardbox/ward"
 )
 
-// exitError carries an exit status up to main.
-type exitError struct{ code int }
+// exitError carries an exit status up to main, and a message to print
+// (as "ward: <msg>") when there is one.
+type exitError struct {
+	code int
+	msg  string
+}
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
@@ -30,6 +34,9 @@ func run(args []string) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(os.Stderr, "ward: %s\n", ee.msg)
+		}
 		return ee.code
 	default:
 		// cobra's own errors (unknown flag or command, bad flag syntax) and

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward"
+)
+
+// StateDir holds one directory per long-lived sandbox (mode 0700, root
+// only): its supervisor's pid and the unix socket `ward exec` talks to.
+var StateDir = "/run/ward"
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+func checkName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("--name=%s: want [a-z0-9][a-z0-9_.-]{0,62}", name)
+	}
+	return nil
+}
+
+func stateOf(name string) string { return filepath.Join(StateDir, name) }
+
+// alive reports whether the sandbox name has a live supervisor.
+func alive(name string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(stateOf(name), "pid"))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if syscall.Kill(pid, 0) != nil {
+		return pid, false
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return pid, strings.HasPrefix(strings.TrimSpace(string(comm)), "ward")
+}
+
+// sessionRequest is what `ward exec`, `ps` and `stop` send the supervisor.
+type sessionRequest struct {
+	Op        string   `json:"op"` // exec, info, stop
+	Args      []string `json:"args,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	Dir       string   `json:"dir,omitempty"`
+	TimeLimit string   `json:"time_limit,omitempty"`
+}
+
+type sessionInfo struct {
+	Name        string `json:"name"`
+	Pid         int    `json:"pid"`
+	StartedUnix int64  `json:"started_unix"`
+	AgeSeconds  int64  `json:"age_s"`
+	MemoryBytes *int64 `json:"memory_bytes"`
+	Processes   *int64 `json:"processes"`
+}
+
+func newStartCmd() *cobra.Command {
+	var f runFlags
+	var name string
+	cmd := &cobra.Command{
+		Use:   "start --name=NAME [run flags]",
+		Short: "Start a long-lived sandbox and return once it is ready",
+		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work
+  ward exec agent -- sh -c 'echo hi > /tmp/x'
+  ward exec agent -- cat /tmp/x
+  ward ps
+  ward stop agent`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkName(name); err != nil {
+				return err
+			}
+			if _, ok := alive(name); ok {
+				return fmt.Errorf("--name=%s: a sandbox of that name is running", name)
+			}
+			fromFlags, err := f.toConfig([]string{"ward-session"})
+			if err != nil {
+				return err
+			}
+			if _, _, err := layer(fromFlags, cmd.Flags(), f.config, f.profile); err != nil {
+				return err
+			}
+			return startSupervisor(name, os.Args[2:])
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&name, "name", "", "the sandbox's name: [a-z0-9][a-z0-9_.-]{0,62}")
+	bindRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// startSupervisor runs `ward supervise ARGS...` detached (its own session,
+// no terminal) and waits until it says the sandbox is ready, or why not.
+func startSupervisor(name string, args []string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command("/proc/self/exe", append([]string{"supervise"}, args...)...)
+	cmd.ExtraFiles = []*os.File{w} // fd 3: the readiness line
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return fmt.Errorf("start the supervisor: %w", err)
+	}
+	w.Close()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	_ = cmd.Process.Release()
+	if strings.TrimSpace(line) != "ready" {
+		msg := strings.TrimSpace(strings.TrimPrefix(line, "error "))
+		if msg == "" {
+			msg = "the supervisor exited before the sandbox was ready"
+		}
+		return &exitError{code: ward.ExitSetup, msg: msg}
+	}
+	fmt.Println(name)
+	return nil
+}
+
+func newSuperviseCmd() *cobra.Command {
+	var f runFlags
+	var name string
+	cmd := &cobra.Command{
+		Use:    "supervise --name=NAME [run flags]",
+		Hidden: true, // run by `ward start`
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Named for ps, pgrep and alive(): "exe" otherwise.
+			name16 := []byte("ward-supervise\x00")
+			_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name16[0])), 0, 0, 0)
+			ready := os.NewFile(3, "ready")
+			say := func(s string) { fmt.Fprintln(ready, s); ready.Close() }
+			fromFlags, err := f.toConfig([]string{"ward-session"})
+			if err == nil {
+				fromFlags, _, err = layer(fromFlags, cmd.Flags(), f.config, f.profile)
+			}
+			if err != nil {
+				say("error " + err.Error())
+				return err
+			}
+			return supervise(name, fromFlags, say)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&name, "name", "", "")
+	bindRunFlags(cmd.Flags(), &f)
+	return cmd
+}
+
+// supervise holds the sandbox and serves its socket until `ward stop`.
+func supervise(name string, cfg ward.Config, say func(string)) error {
+	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.LogWriter = nil, nil, nil, nil
+	dir := stateOf(name)
+	if err := os.MkdirAll(StateDir, 0o700); err != nil {
+		say("error " + err.Error())
+		return err
+	}
+	_ = os.RemoveAll(dir) // a dead supervisor's (alive() said so)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		say("error " + err.Error())
+		return err
+	}
+	defer os.RemoveAll(dir)
+	sb, err := ward.Start(context.Background(), cfg)
+	if err != nil {
+		say("error " + err.Error())
+		return err
+	}
+	defer sb.Close()
+	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		say("error " + err.Error())
+		return err
+	}
+	started := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		say("error " + err.Error())
+		return err
+	}
+	say("ready")
+	stop := make(chan struct{})
+	// SIGTERM, SIGINT, SIGHUP end the sandbox cleanly, as ward stop does.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		<-sigs
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveClient(c.(*net.UnixConn), sb, name, started, stop)
+		}
+	}()
+	<-stop
+	ln.Close()
+	return nil
+}
+
+func serveClient(c *net.UnixConn, sb *ward.Sandbox, name string, started time.Time, stop chan struct{}) {
+	defer c.Close()
+	buf, oob := make([]byte, 1<<20), make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return
+	}
+	var req sessionRequest
+	if json.Unmarshal(buf[:n], &req) != nil {
+		return
+	}
+	enc := json.NewEncoder(c)
+	switch req.Op {
+	case "stop":
+		_ = enc.Encode(map[string]string{"stopped": name})
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+	case "info":
+		info := sessionInfo{Name: name, Pid: os.Getpid(), StartedUnix: started.Unix(), AgeSeconds: int64(time.Since(started).Seconds())}
+		if st, err := sb.Stats(); err == nil {
+			info.MemoryBytes, info.Processes = &st.MemoryCurrent, &st.Processes
+		}
+		_ = enc.Encode(info)
+	case "exec":
+		var fds []int
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+			fds, _ = unix.ParseUnixRights(&msgs[0])
+		}
+		if len(fds) != 3 {
+			_ = enc.Encode(map[string]string{"error": "want the caller's stdin, stdout and stderr"})
+			return
+		}
+		files := make([]*os.File, 3)
+		for i, fd := range fds {
+			files[i] = os.NewFile(uintptr(fd), "stdio")
+			defer files[i].Close()
+		}
+		var tl time.Duration
+		if req.TimeLimit != "" {
+			tl, _ = ward.ParseDuration(req.TimeLimit)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { // the client going away ends the command
+			_, _ = io.Copy(io.Discard, c)
+			cancel()
+		}()
+		res, err := sb.Exec(ctx, ward.Command{Args: req.Args, Env: req.Env, Dir: req.Dir, Stdin: files[0], Stdout: files[1], Stderr: files[2], TimeLimit: tl})
+		if err != nil {
+			_ = enc.Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = enc.Encode(res)
+	}
+}
+
+// call sends one request (with fds) to sandbox name's supervisor and
+// decodes its answer into out.
+func call(name string, req sessionRequest, fds []int, out any) error {
+	c, err := net.Dial("unix", filepath.Join(stateOf(name), "sock"))
+	if err != nil {
+		return fmt.Errorf("no running sandbox %q (%w)", name, err)
+	}
+	defer c.Close()
+	uc := c.(*net.UnixConn)
+	b, _ := json.Marshal(req)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := uc.WriteMsgUnix(b, oob, nil); err != nil {
+		return err
+	}
+	return json.NewDecoder(uc).Decode(out)
+}
+
+func newExecCmd() *cobra.Command {
+	var timeLimit string
+	var env []string
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "exec NAME [--time-limit=D] -- COMMAND [ARG...]",
+		Short: "Run a command in a long-lived sandbox, with this terminal's streams",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, command := args[0], args[1:]
+			if len(command) > 0 && command[0] == "--" {
+				command = command[1:]
+			}
+			if len(command) == 0 {
+				return fmt.Errorf("exec: no command given (usage: ward exec NAME -- COMMAND [ARG...])")
+			}
+			if err := checkName(name); err != nil {
+				return err
+			}
+			if _, ok := alive(name); !ok {
+				return fmt.Errorf("exec: no running sandbox %q (see ward ps)", name)
+			}
+			if timeLimit != "" {
+				if _, err := ward.ParseDuration(timeLimit); err != nil {
+					return fmt.Errorf("--time-limit=%s: %w", timeLimit, err)
+				}
+			}
+			var res ward.Result
+			var errResp struct {
+				Error *string `json:"error"`
+			}
+			raw := json.RawMessage{}
+			err := call(name, sessionRequest{Op: "exec", Args: command, Env: env, Dir: dir, TimeLimit: timeLimit},
+				[]int{int(os.Stdin.Fd()), int(os.Stdout.Fd()), int(os.Stderr.Fd())}, &raw)
+			if err != nil {
+				return &exitError{code: ward.ExitSetup, msg: err.Error()}
+			}
+			if json.Unmarshal(raw, &errResp) == nil && errResp.Error != nil && !strings.Contains(string(raw), `"status"`) {
+				return &exitError{code: ward.ExitSetup, msg: *errResp.Error}
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return &exitError{code: ward.ExitSetup, msg: err.Error()}
+			}
+			if res.Error != nil && res.Status != ward.StatusExited {
+				fmt.Fprintf(os.Stderr, "ward: %s\n", *res.Error)
+			}
+			return &exitError{code: res.WardExitCode}
+		},
+	}
+	// Flags go before "--"; everything after it is the command's.
+	cmd.Flags().StringVar(&timeLimit, "time-limit", "", "wall-clock limit of this command only")
+	cmd.Flags().StringArrayVar(&env, "env", nil, "K=V added to the sandbox's environment (repeatable)")
+	cmd.Flags().StringVar(&dir, "workdir", "", "working directory inside (default the sandbox's)")
+	return cmd
+}
+
+func newPsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List the long-lived sandboxes with age, memory and processes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			entries, _ := os.ReadDir(StateDir)
+			var infos []sessionInfo
+			for _, e := range entries {
+				if _, ok := alive(e.Name()); !ok {
+					continue
+				}
+				var info sessionInfo
+				if call(e.Name(), sessionRequest{Op: "info"}, nil, &info) == nil {
+					infos = append(infos, info)
+				}
+			}
+			sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if infos == nil {
+					infos = []sessionInfo{}
+				}
+				b, _ := json.MarshalIndent(infos, "", "  ")
+				fmt.Fprintln(out, string(b))
+				return nil
+			}
+			fmt.Fprintf(out, "%-20s %-8s %-8s %-10s %s\n", "NAME", "PID", "AGE", "MEMORY", "PROCESSES")
+			for _, i := range infos {
+				mem, procs := "-", "-"
+				if i.MemoryBytes != nil {
+					mem = ward.FormatSize(*i.MemoryBytes)
+				}
+				if i.Processes != nil {
+					procs = strconv.FormatInt(*i.Processes, 10)
+				}
+				fmt.Fprintf(out, "%-20s %-8d %-8s %-10s %s\n", i.Name, i.Pid, (time.Duration(i.AgeSeconds) * time.Second).String(), mem, procs)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newStopCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop NAME",
+		Short: "End a long-lived sandbox: everything inside dies, its state is removed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := checkName(name); err != nil {
+				return err
+			}
+			pid, ok := alive(name)
+			if !ok {
+				return fmt.Errorf("stop: no running sandbox %q", name)
+			}
+			var out map[string]string
+			if err := call(name, sessionRequest{Op: "stop"}, nil, &out); err != nil {
+				return &exitError{code: ward.ExitSetup, msg: err.Error()}
+			}
+			for i := 0; i < 200; i++ { // until the supervisor has cleaned up and gone
+				if syscall.Kill(pid, 0) != nil {
+					return nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("stop: the supervisor of %q (pid %d) is still running", name, pid)}
+		},
+	}
+}
+
+// cleanStates removes the state of sandboxes whose supervisor died.
+func cleanStates() []string {
+	entries, _ := os.ReadDir(StateDir)
+	var removed []string
+	for _, e := range entries {
+		if !e.IsDir() || !nameRE.MatchString(e.Name()) {
+			continue // not a sandbox's (the seccomp cache is .seccomp)
+		}
+		if _, ok := alive(e.Name()); ok {
+			continue
+		}
+		if err := os.RemoveAll(stateOf(e.Name())); err == nil {
+			removed = append(removed, stateOf(e.Name()))
+		}
+	}
+	return removed
+}
