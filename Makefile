@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
 	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean man
+.PHONY: all deps build demo test unit integration lint fmt clean man bench
 all: build
 
 deps: .deps-stamp
@@ -38,6 +38,16 @@ demo: build
 	bin/ward run --time-limit=5s --report=bin/demo-report.json -- python3 - < examples/hello.py
 	@echo "== the report (bin/demo-report.json) =="
 	@cat bin/demo-report.json
+
+# Side by side with bare exec, bubblewrap and runc; writes docs/benchmarks.md.
+BENCH_PACKAGES := hyperfine runc bubblewrap busybox-static time
+bench: build
+	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
+	fi
+	bash bench/run.sh
 
 # Man pages from the same definitions as --help, into bin/man.
 man: build

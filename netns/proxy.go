@@ -119,13 +119,22 @@ const (
 	KindSOCKS = 'S' // 127.0.0.1:1080 inside
 )
 
+// admit counts a new connection in, or records its refusal when the
+// sandbox already has MaxConns open.
+func (p *Proxy) admit() bool {
+	if n := p.open.Add(1); n > int64(p.MaxConns) {
+		p.open.Add(-1)
+		p.record(Event{Action: "blocked", Reason: fmt.Sprintf("more than %d connections at once", p.MaxConns)})
+		return false
+	}
+	return true
+}
+
 // ServeConn serves one client connection of the given kind and closes it.
 func (p *Proxy) ServeConn(c net.Conn, kind byte) {
 	p.init()
 	defer c.Close()
-	if n := p.open.Add(1); n > int64(p.MaxConns) {
-		p.open.Add(-1)
-		p.record(Event{Action: "blocked", Reason: fmt.Sprintf("more than %d connections at once", p.MaxConns)})
+	if !p.admit() {
 		return
 	}
 	defer p.open.Add(-1)
@@ -143,9 +152,7 @@ func (p *Proxy) ServeConn(c net.Conn, kind byte) {
 func (p *Proxy) ServeDirect(c net.Conn, dest string) {
 	p.init()
 	defer c.Close()
-	if n := p.open.Add(1); n > int64(p.MaxConns) {
-		p.open.Add(-1)
-		p.record(Event{Action: "blocked", Reason: fmt.Sprintf("more than %d connections at once", p.MaxConns)})
+	if !p.admit() {
 		return
 	}
 	defer p.open.Add(-1)

@@ -532,22 +532,9 @@ func (p *proc) serveSession() {
 	}()
 	for range sigs {
 		for {
-			var ws syscall.WaitStatus
-			var ru syscall.Rusage
-			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
-			if err == syscall.EINTR {
-				continue
-			}
-			if r <= 0 || err != nil {
+			r, ex, ok := reapOne()
+			if !ok {
 				break
-			}
-			ex := &Exit{Code: -1, Reaped: 1, UserUs: ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), SysUs: ru.Stime.Sec*1e6 + int64(ru.Stime.Usec),
-				MaxRSSKB: ru.Maxrss, NVCSw: ru.Nvcsw, NIVCSw: ru.Nivcsw}
-			switch {
-			case ws.Exited():
-				ex.Code = ws.ExitStatus()
-			case ws.Signaled():
-				ex.Signal = int(ws.Signal())
 			}
 			mu.Lock()
 			id, ok := running[r]
@@ -579,31 +566,20 @@ func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listene
 			continue
 		}
 		for {
-			var ws syscall.WaitStatus
-			var ru syscall.Rusage
-			r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
-			if err == syscall.EINTR {
-				continue
-			}
-			if r <= 0 || err != nil {
+			r, one, ok := reapOne()
+			if !ok {
 				break
 			}
 			ex.Reaped++
-			ex.UserUs += ru.Utime.Sec*1e6 + int64(ru.Utime.Usec)
-			ex.SysUs += ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
-			ex.MaxRSSKB = max(ex.MaxRSSKB, ru.Maxrss)
-			ex.NVCSw += ru.Nvcsw
-			ex.NIVCSw += ru.Nivcsw
+			ex.UserUs += one.UserUs
+			ex.SysUs += one.SysUs
+			ex.MaxRSSKB = max(ex.MaxRSSKB, one.MaxRSSKB)
+			ex.NVCSw += one.NVCSw
+			ex.NIVCSw += one.NIVCSw
 			if r != pid {
 				continue
 			}
-			ex.Code, ex.Signal = -1, 0
-			switch {
-			case ws.Exited():
-				ex.Code = ws.ExitStatus()
-			case ws.Signaled():
-				ex.Signal = int(ws.Signal())
-			}
+			ex.Code, ex.Signal = one.Code, one.Signal
 			if listener != nil {
 				ex.Denied = listener.Denials()
 			}
@@ -623,6 +599,31 @@ func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listene
 			p.send(Msg{Type: MsgExit, Exit: &ex})
 			os.Exit(0)
 		}
+	}
+}
+
+// reapOne reaps one ended child without blocking: its pid, how it ended
+// and its resource use; ok is false when none is left to reap.
+func reapOne() (int, *Exit, bool) {
+	for {
+		var ws syscall.WaitStatus
+		var ru syscall.Rusage
+		r, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
+		if err == syscall.EINTR {
+			continue
+		}
+		if r <= 0 || err != nil {
+			return 0, nil, false
+		}
+		ex := &Exit{Code: -1, Reaped: 1, UserUs: ru.Utime.Sec*1e6 + int64(ru.Utime.Usec), SysUs: ru.Stime.Sec*1e6 + int64(ru.Stime.Usec),
+			MaxRSSKB: ru.Maxrss, NVCSw: ru.Nvcsw, NIVCSw: ru.Nivcsw}
+		switch {
+		case ws.Exited():
+			ex.Code = ws.ExitStatus()
+		case ws.Signaled():
+			ex.Signal = int(ws.Signal())
+		}
+		return r, ex, true
 	}
 }
 
