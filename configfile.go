@@ -187,26 +187,8 @@ func ParseFile(path string, data []byte) (*File, error) {
 // layer turns a table into settings, checking every value.
 func (p *profileTable) layer(source, dir string) (Layer, error) {
 	l := Layer{Source: source}
-	dur := func(key string, s *string) (*time.Duration, error) {
-		if s == nil {
-			return nil, nil
-		}
-		d, err := ParseDuration(*s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		return &d, nil
-	}
-	size := func(key string, s *string) (*int64, error) {
-		if s == nil {
-			return nil, nil
-		}
-		n, err := ParseSize(*s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		return &n, nil
-	}
+	dur := func(key string, s *string) (*time.Duration, error) { return parseOpt(key, s, ParseDuration) }
+	size := func(key string, s *string) (*int64, error) { return parseOpt(key, s, ParseSize) }
 	var err error
 	if l.TimeLimit, err = dur("time_limit", p.TimeLimit); err != nil {
 		return l, err
@@ -324,6 +306,18 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 	}
 	l.MaxFiles = fs.MaxFiles
 	return l, nil
+}
+
+// parseOpt parses an optional TOML string value; errors name the key.
+func parseOpt[T any](key string, s *string, parse func(string) (T, error)) (*T, error) {
+	if s == nil {
+		return nil, nil
+	}
+	v, err := parse(*s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return &v, nil
 }
 
 func pick(a, b []string) []string {
