@@ -327,6 +327,11 @@ func newExecCmd() *cobra.Command {
 			if _, ok := alive(name); !ok {
 				return fmt.Errorf("exec: no running sandbox %q (see ward ps)", name)
 			}
+			for _, e := range env {
+				if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+					return fmt.Errorf("--env=%s: want K=V", e)
+				}
+			}
 			if timeLimit != "" {
 				if _, err := ward.ParseDuration(timeLimit); err != nil {
 					return fmt.Errorf("--time-limit=%s: %w", timeLimit, err)
