@@ -324,9 +324,6 @@ func newExecCmd() *cobra.Command {
 			if err := checkName(name); err != nil {
 				return err
 			}
-			if _, ok := alive(name); !ok {
-				return fmt.Errorf("exec: no running sandbox %q (see ward ps)", name)
-			}
 			for _, e := range env {
 				if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 					return fmt.Errorf("--env=%s: want K=V", e)
@@ -336,6 +333,9 @@ func newExecCmd() *cobra.Command {
 				if _, err := ward.ParseDuration(timeLimit); err != nil {
 					return fmt.Errorf("--time-limit=%s: %w", timeLimit, err)
 				}
+			}
+			if _, ok := alive(name); !ok {
+				return fmt.Errorf("exec: no running sandbox %q (see ward ps)", name)
 			}
 			var res ward.Result
 			var errResp struct {
