@@ -51,7 +51,8 @@ bench: build
 
 # Man pages from the same definitions as --help, into bin/man.
 man: build
-	bin/ward man bin/man
+	$(GO) build -tags wardman -o bin/ward-man ./cmd/ward
+	bin/ward-man man bin/man
 	@ls bin/man
 
 lint: deps

@@ -3,7 +3,6 @@ package ward
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -74,14 +73,14 @@ func (l *logger) after(r *Result) {
 	if !l.verbose {
 		return
 	}
-	steps := make([]string, 0, len(r.SetupMs))
-	for k, v := range r.SetupMs {
-		if k != "total" {
-			steps = append(steps, fmt.Sprintf("%s %.2fms", k, v))
-		}
+	// One line per setup step, in order, with the side of the fork that
+	// ran it; the steps do not add up to the total (waits between them).
+	for _, st := range r.setupSteps {
+		l.v("Setup step: %-24s %7.3fms (%s)", st.Step, float64(st.Us)/1000, st.Side)
 	}
-	sort.Strings(steps)
-	l.v("Setup: %.2fms (%s)", r.SetupMs["total"], strings.Join(steps, ", "))
+	if total, ok := r.SetupMs["total"]; ok {
+		l.v("Setup: %.2fms from ward's start of the launch to the program's", total)
+	}
 	if r.CPUTimeMs != nil {
 		pct := 0.0
 		if r.WallTimeMs > 0 {

@@ -1,6 +1,8 @@
 package ward
 
 import (
+	"github.com/wardbox/ward/nsexec"
+
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +73,8 @@ type Result struct {
 	// from ward's start of the launch to the program's start.
 	SetupMs map[string]float64 `json:"setup_ms"`
 	Error   *string            `json:"error"`
+
+	setupSteps []nsexec.StepTime // SetupMs in order, with the side that ran each
 }
 
 // NetworkEvent is one network attempt through the proxy: when (ms since

@@ -39,8 +39,6 @@ func Init() {
 	switch {
 	case nsexec.IsInit():
 		nsexec.RunInit()
-	case nsexec.IsGate():
-		nsexec.RunGate()
 	case nsexec.IsIdmapHolder():
 		nsexec.RunIdmapHolder()
 	}
@@ -91,10 +89,18 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		cfg.OverlayKeep = dir
 	}
 	t0 := time.Now()
+	var steps []nsexec.StepTime
+	last := t0
+	mark := func(step string) {
+		now := time.Now()
+		steps = append(steps, nsexec.StepTime{Step: step, Us: now.Sub(last).Microseconds(), Side: "parent"})
+		last = now
+	}
 	userMounts, err := resolveMounts(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	mark("resolve-paths")
 	res = newResult(cfg)
 	l = &launched{cfg: cfg, res: res}
 	defer func() {
@@ -110,6 +116,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	if err != nil {
 		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
 	}
+	mark("plan-root")
 	if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
 		// Verbose: a listener decides the denials and counts them.
 		var prog seccomp.Program
@@ -125,6 +132,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		// A profile file that does not parse or compile is bad input.
 		return l, nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
 	}
+	mark("load-seccomp")
 	log := newLogger(cfg)
 	l.log, l.spec = log, spec
 	log.before(cfg)
@@ -164,6 +172,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	l.cg = cg
+	mark("create-cgroup")
 	l.undo = append(l.undo, func() {
 		_ = cg.Kill()
 		if err := cg.Destroy(); err != nil && cfg.LogWriter != nil {
@@ -176,6 +185,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
 	spec.CgroupFDs = len(procs)
+	mark("open-cgroup")
 	opened, err := openMounts(userMounts, cfg.AllowSockets, 4+len(procs))
 	if err != nil {
 		for _, f := range procs {
@@ -210,6 +220,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
 		}
 	})
+	mark("open-user-paths")
 	extra := append(opened.files, lowers...)
 	var proxy *netns.Proxy
 	if cfg.Network == NetworkProxy {
@@ -223,6 +234,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		l.proxy = proxy
 		extra = append(extra, theirs)
 		spec.ProxyFD = 4 + len(procs) + len(extra) - 1
+		mark("start-proxy")
 	}
 	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
 		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: extra, Session: session,
@@ -251,7 +263,8 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		err = ctx.Err()
 	}
 	res.SetupMs = map[string]float64{"total": ms(time.Since(t0))}
-	for _, st := range sb.Steps {
+	res.setupSteps = append(steps, sb.Steps...)
+	for _, st := range res.setupSteps {
 		res.SetupMs[st.Step] = float64(st.Us) / 1000
 	}
 	var execErr *nsexec.ExecError

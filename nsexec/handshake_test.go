@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,8 +19,6 @@ func TestMain(m *testing.M) {
 	switch {
 	case IsInit():
 		RunInit()
-	case IsGate():
-		RunGate()
 	}
 	os.Exit(m.Run())
 }
@@ -49,27 +48,56 @@ func TestSetupErrorUnwrapsErrno(t *testing.T) {
 	}
 }
 
-func TestLookPath(t *testing.T) {
+// TestProgramLookup: the program's process finds a command as a shell
+// does, as the sandbox user: a name with a slash as is, else through PATH;
+// 127 when nowhere, 126 when found only without execute permission.
+func TestProgramLookup(t *testing.T) {
+	needRoot(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(dir+"/tool", []byte("#!/bin/sh\n"), 0o755); err != nil {
+	// The init (unmapped on the host) must reach it.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(dir+"/tool", []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir+"/data", []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := lookPath("tool", "/nonexistent:"+dir); err != nil || p != dir+"/tool" {
-		t.Errorf("lookPath(tool) = %q, %v", p, err)
-	}
-	if _, err := lookPath("missing", dir); err != syscall.ENOENT {
-		t.Errorf("lookPath(missing) = %v, want ENOENT", err)
-	}
-	if os.Geteuid() != 0 { // root passes access(X_OK) on any file with an x bit only
-		if _, err := lookPath("data", dir); err != syscall.EACCES {
-			t.Errorf("lookPath(data) = %v, want EACCES", err)
-		}
-	}
-	if p, _ := lookPath("./x/y", dir); p != "./x/y" {
-		t.Errorf("a name with a slash is used as is, got %q", p)
+	for _, tc := range []struct {
+		name, arg0 string
+		code       int // exit code, or the ExecError's
+	}{
+		{"found in PATH", "tool", 3},
+		{"with a slash", "/t/tool", 3},
+		{"missing", "missing", 127},
+		{"not executable", "data", 126},
+		{"not executable, with a slash", "/t/data", 126},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := testSpec(t, tc.arg0)
+			spec.Env = []string{"PATH=/nonexistent:/t:/usr/bin:/bin"}
+			spec.Plan.Ops = append(spec.Plan.Ops, fs.Op{Kind: fs.KindBind, Src: dir, Dst: "/t"})
+			sb, err := Start(spec, Stdio{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = sb.WaitStarted()
+			ex, _ := sb.Wait()
+			var ee *ExecError
+			switch {
+			case errors.As(err, &ee):
+				if ee.ExitCode() != tc.code {
+					t.Errorf("exec error %v (exit %d), want exit %d", ee, ee.ExitCode(), tc.code)
+				}
+			case err != nil:
+				t.Fatalf("WaitStarted: %v", err)
+			case ex == nil || ex.Code != tc.code:
+				t.Errorf("exit %+v, want %d", ex, tc.code)
+			}
+		})
 	}
 }
 
@@ -101,8 +129,11 @@ func TestHandshakeRunsProgram(t *testing.T) {
 	if _, err := sb.WaitStarted(); err != nil {
 		t.Fatalf("WaitStarted: %v", err)
 	}
-	if len(sb.Steps) == 0 || sb.Steps[0].Step != "close-inherited-fds" {
+	if !hasStep(sb.Steps, "close-inherited-fds") || !hasStep(sb.Steps, "start-init") {
 		t.Errorf("ready carried no step timings: %+v", sb.Steps)
+	}
+	if !hasStep(sb.Steps, "set-user") {
+		t.Errorf("started carried no timings of the program's process: %+v", sb.Steps)
 	}
 	ex, err := sb.Wait()
 	if err != nil {
@@ -144,4 +175,13 @@ func TestHandshakeReportsExecError(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 127 {
 		t.Fatalf("WaitStarted = %v, want an ExecError with exit code 127", err)
 	}
+}
+
+func hasStep(steps []StepTime, name string) bool {
+	for _, s := range steps {
+		if s.Step == name {
+			return true
+		}
+	}
+	return false
 }

@@ -58,7 +58,9 @@ type Sandbox struct {
 	msgs    chan Msg
 	waited  chan struct{}
 	exit    *Exit
-	// Steps are the init's setup step timings, once ready.
+	cloned  int64 // monoUs when the init's exec was done
+	// Steps are the setup step timings: the clone's here, the init's once
+	// ready, the program's process's once started.
 	Steps []StepTime
 }
 
@@ -116,11 +118,15 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 			Setsid:     !opt.TTY,
 		},
 	}
+	t0 := monoUs()
+	// Start returns once the child has exec'd (or failed to).
 	if err := cmd.Start(); err != nil {
 		parent.Close()
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
 	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan Msg{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
+	sb.cloned = monoUs()
+	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
 	go sb.readMsgs()
 	if err := json.NewEncoder(parent).Encode(Msg{Type: MsgConfig, Spec: spec}); err != nil {
 		sb.Kill()
@@ -152,12 +158,16 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 	for m := range sb.msgs {
 		switch m.Type {
 		case MsgReady:
-			sb.Steps = m.Steps
+			// From the exec to main: the Go runtime's start in the init.
+			sb.Steps = append(sb.Steps, StepTime{Step: "start-init", Us: m.StartUs - sb.cloned, Side: "init"},
+				StepTime{Step: "receive-config", Us: m.ConfigUs - m.StartUs, Side: "init"})
+			sb.Steps = append(sb.Steps, m.Steps...)
 			if sb.session {
 				go sb.dispatch()
 				return 0, nil
 			}
 		case MsgStarted:
+			sb.Steps = append(sb.Steps, m.Steps...)
 			return m.Pid, nil
 		case MsgError:
 			return 0, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}

@@ -34,6 +34,8 @@ import (
 	"fmt"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/seccomp"
 )
@@ -122,10 +124,21 @@ type Exit struct {
 	Reaped int              `json:"reaped"`
 }
 
-// StepTime is how long one setup step took in the init.
+// StepTime is how long one setup step took, and which side of the fork
+// ran it: "parent" (ward), "init", or "program" (the program's process
+// before exec).
 type StepTime struct {
 	Step string `json:"step"`
 	Us   int64  `json:"us"`
+	Side string `json:"side,omitempty"`
+}
+
+// monoUs is CLOCK_MONOTONIC in microseconds: one clock on both sides of
+// the fork (ward makes no time namespace).
+func monoUs() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano() / 1000
 }
 
 // Msg is one line of the protocol.
@@ -141,6 +154,11 @@ type Msg struct {
 	ID    int        `json:"id,omitempty"`
 	Exit  *Exit      `json:"exit,omitempty"`
 	Steps []StepTime `json:"steps,omitempty"`
+	// StartUs and ConfigUs (ready) are when the init's main began and when
+	// it had the config (monoUs): the parent derives the Go runtime's start
+	// from them.
+	StartUs  int64 `json:"start_us,omitempty"`
+	ConfigUs int64 `json:"config_us,omitempty"`
 }
 
 // SetupError is a failed setup step, on either side of the fork.

@@ -23,10 +23,16 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(), newManCmd(),
+	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(),
 		newStartCmd(), newSuperviseCmd(), newExecCmd(), newPsCmd(), newStopCmd())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
 	return root
 }
+
+// extraCommands are commands built in only with a build tag (man.go).
+var extraCommands []func() *cobra.Command
 
 // runFlags are the raw flag values of `ward run`, validated into a
 // ward.Config by toConfig before anything starts.

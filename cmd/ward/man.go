@@ -1,3 +1,9 @@
+//go:build wardman
+
+// The man page writer is built only into bin/ward-man (make man): cobra's
+// doc package brings markdown and YAML packages whose start-up work every
+// run of ward, and every sandbox init, would pay otherwise (issue 9).
+
 package main
 
 import (
@@ -7,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 )
+
+func init() { extraCommands = append(extraCommands, newManCmd) }
 
 // newManCmd writes ward's man pages (one per command) from the same
 // definitions as --help: `make man` runs it.

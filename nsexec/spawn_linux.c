@@ -1,0 +1,283 @@
+// The program's process, from fork to exec, in C.
+//
+// The init (Go, PID 1 of the sandbox) calls ward_spawn through cgo. It
+// forks with a raw clone (no CLONE_VM: a copy of the calling thread only),
+// and the child turns itself into the program: it enters the sandbox's
+// cgroup, drops every privilege, loads the seccomp filters and execs. The
+// child uses raw system calls only: no Go, no malloc, no lock that another
+// thread of the Go runtime could have held at the fork. This replaces a
+// second start of ward's Go runtime ("ward gate") per program, the largest
+// cost of a sandbox's start after the kernel's own.
+//
+// With wait_fd, the child enters the cgroup at once and then waits for one
+// byte before the rest: the init forks it before building the root, so the
+// cgroup migration (on cgroup v1 one RCU grace period, about 6 ms here)
+// overlaps the init's own work.
+//
+// The child reports over report_fd (a SOCK_SEQPACKET socket, CLOEXEC), one
+// struct ward_report per message: "timings" right before exec; "error"
+// (the step that failed, its errno and a detail such as the fd) or
+// "exec_error" when it could not exec; with a seccomp listener, "listener"
+// carries its fd (SCM_RIGHTS). A successful exec closes the socket: the
+// init reads EOF.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spawn_linux.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static long sys(long nr, long a, long b, long c, long d, long e) {
+	long r = syscall(nr, a, b, c, d, e, 0);
+	return r < 0 ? -errno : r;
+}
+
+static int64_t now_us(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+// The kernel's struct sigaction for rt_sigaction (not glibc's).
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+static void report(struct ward_gate *g, struct ward_report *r, int fd) {
+	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	if (fd >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	sys(SYS_sendmsg, g->report_fd, (long)&mh, MSG_NOSIGNAL, 0, 0);
+}
+
+static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_report *r, int kind, int step, long err, long detail) {
+	r->kind = kind;
+	r->step = step;
+	r->err = (int32_t)-err;
+	r->detail = detail;
+	report(g, r, -1);
+	sys(SYS_exit_group, kind == WARD_REPORT_EXEC_ERROR ? 127 : 71, 0, 0, 0, 0);
+	__builtin_unreachable();
+}
+
+#define STEP(n) r.us[(n)] = now_us() - t
+#define CHECK(step, expr, detail)                                   \
+	do {                                                            \
+		long _e = (expr);                                           \
+		if (_e < 0) fail(g, &r, WARD_REPORT_ERROR, step, _e, detail); \
+	} while (0)
+
+static void __attribute__((noreturn)) child(struct ward_gate *g) {
+	struct ward_report r;
+	memset(&r, 0, sizeof(r));
+	int64_t t = now_us();
+
+	// Standard streams first (through fds above any of 0-2, in case they
+	// overlap), then everything else is closed at exec.
+	if (g->stdio[0] >= 0) {
+		int tmp[3];
+		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, tmp[i] = sys(SYS_fcntl, g->stdio[i], F_DUPFD_CLOEXEC, 10, 0, 0), i);
+		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, sys(SYS_dup3, tmp[i], i, 0, 0, 0), i);
+	}
+	CHECK(WARD_STEP_STDIO, sys(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC, 0, 0), 3);
+	// The Go runtime's handlers mean nothing here: default dispositions
+	// (an ignored SIGXFSZ when there is a file size limit).
+	for (int s = 1; s < 65; s++) {
+		if (s == SIGKILL || s == SIGSTOP || s == 32 || s == 33) continue;
+		struct ksigaction sa = {.handler = SIG_DFL};
+		if (s == SIGXFSZ && g->ignore_xfsz) sa.handler = SIG_IGN;
+		sys(SYS_rt_sigaction, s, (long)&sa, 0, 8, 0);
+	}
+	if (g->setsid) CHECK(WARD_STEP_SESSION, sys(SYS_setsid, 0, 0, 0, 0, 0), 0);
+	STEP(WARD_STEP_STDIO);
+
+	t = now_us();
+	for (int i = 0; i < g->ncgroup; i++) CHECK(WARD_STEP_CGROUP, sys(SYS_write, g->cgroup_fds[i], (long)"0", 1, 0, 0), g->cgroup_fds[i]);
+	STEP(WARD_STEP_CGROUP);
+
+	if (g->wait_fd >= 0) {
+		char b;
+		long n;
+		do n = sys(SYS_read, g->wait_fd, (long)&b, 1, 0, 0);
+		while (n == -EINTR);
+		if (n != 1) sys(SYS_exit_group, 71, 0, 0, 0, 0); // the init gave up: it reports why
+	}
+
+	t = now_us();
+	struct rlimit rl = {g->nofile, g->nofile};
+	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_NOFILE, (long)&rl, 0, 0, 0), RLIMIT_NOFILE);
+	rl.rlim_cur = rl.rlim_max = 0;
+	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CORE, (long)&rl, 0, 0, 0), RLIMIT_CORE);
+	if (g->cpu_seconds) {
+		rl.rlim_cur = g->cpu_seconds;
+		rl.rlim_max = g->cpu_seconds + 1;
+		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CPU, (long)&rl, 0, 0, 0), RLIMIT_CPU);
+	}
+	if (g->file_size) {
+		rl.rlim_cur = rl.rlim_max = g->file_size;
+		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_FSIZE, (long)&rl, 0, 0, 0), RLIMIT_FSIZE);
+	}
+	STEP(WARD_STEP_RLIMITS);
+
+	// Unshared after entering the cgroup, the namespace is rooted at the
+	// sandbox's cgroup: the program sees "0::/". It needs CAP_SYS_ADMIN,
+	// so before the privileges go.
+	t = now_us();
+	CHECK(WARD_STEP_CGROUPNS, sys(SYS_unshare, CLONE_NEWCGROUP, 0, 0, 0, 0), 0);
+	STEP(WARD_STEP_CGROUPNS);
+
+	// The bounding and ambient sets, and the securebits, need CAP_SETPCAP:
+	// before set-user.
+	t = now_us();
+	for (int c = 0; c <= 63; c++) {
+		long e = sys(SYS_prctl, PR_CAPBSET_DROP, c, 0, 0, 0);
+		if (e == -EINVAL) break; // past the kernel's last capability
+		CHECK(WARD_STEP_BOUNDING, e, c);
+	}
+	CHECK(WARD_STEP_BOUNDING, sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), -1);
+	STEP(WARD_STEP_BOUNDING);
+
+	// uid 0 means nothing (no capabilities on exec, none kept or regained
+	// across uid changes, no ambient raise), locked so that neither the
+	// program nor anything it execs can undo it.
+	t = now_us();
+	const long bits = 1 << 0 | 1 << 1 | // SECBIT_NOROOT, _LOCKED
+			  1 << 3 |          // SECBIT_NO_SETUID_FIXUP_LOCKED (fixup stays on)
+			  1 << 5 |          // SECBIT_KEEP_CAPS_LOCKED (keep-caps stays off)
+			  1 << 6 | 1 << 7;  // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
+	CHECK(WARD_STEP_SECUREBITS, sys(SYS_prctl, PR_SET_SECUREBITS, bits, 0, 0, 0), bits);
+	STEP(WARD_STEP_SECUREBITS);
+
+	// Supplementary groups first: the init's (root's group 0 among them)
+	// must not follow the program.
+	t = now_us();
+	uint32_t gid = g->gid;
+	CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
+	CHECK(WARD_STEP_USER, sys(SYS_setresgid, g->gid, g->gid, g->gid, 0, 0), 1);
+	CHECK(WARD_STEP_USER, sys(SYS_setresuid, g->uid, g->uid, g->uid, 0, 0), 2);
+	STEP(WARD_STEP_USER);
+
+	// set-user cleared the effective and permitted sets; the inheritable
+	// set survives a uid change. Clear all three, then check.
+	t = now_us();
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof(data));
+	CHECK(WARD_STEP_CAPS, sys(SYS_capset, (long)&hdr, (long)data, 0, 0, 0), 0);
+	CHECK(WARD_STEP_CAPS, sys(SYS_capget, (long)&hdr, (long)data, 0, 0, 0), 1);
+	for (int i = 0; i < 2; i++)
+		if (data[i].effective | data[i].permitted | data[i].inheritable) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CAPS, -EPERM, 2);
+	STEP(WARD_STEP_CAPS);
+
+	t = now_us();
+	CHECK(WARD_STEP_NNP, sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	STEP(WARD_STEP_NNP);
+
+	t = now_us();
+	CHECK(WARD_STEP_WORKDIR, sys(SYS_chdir, (long)g->dir, 0, 0, 0, 0), 0);
+	STEP(WARD_STEP_WORKDIR);
+
+	// Last, as close to exec as it can be: every step above may use system
+	// calls the policy denies.
+	t = now_us();
+	for (int i = 0; i < g->nfilters; i++) {
+		struct sock_fprog prog = {.len = g->filter_len[i], .filter = (struct sock_filter *)g->filters[i]};
+		if (g->notify) {
+			long fd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, (long)&prog, 0, 0);
+			if (fd < 0) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, fd, i);
+			struct ward_report l = {.kind = WARD_REPORT_LISTENER};
+			report(g, &l, (int)fd);
+			sys(SYS_close, fd, 0, 0, 0, 0);
+		} else {
+			CHECK(WARD_STEP_SECCOMP, sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0), i);
+		}
+	}
+	STEP(WARD_STEP_SECCOMP);
+
+	r.kind = WARD_REPORT_TIMINGS;
+	report(g, &r, -1);
+	// The mask survives exec: unblock what ward_spawn blocked.
+	uint64_t none = 0;
+	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
+
+	// As a shell finds a command: a name with a slash as is, else each
+	// directory of PATH; EACCES when it was found only without execute
+	// permission, ENOENT when nowhere.
+	if (strchr(g->file, '/')) {
+		long e = sys(SYS_execve, (long)g->file, (long)g->argv, (long)g->envp, 0, 0);
+		fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
+	}
+	int denied = 0;
+	size_t flen = strlen(g->file);
+	for (const char *p = g->path;;) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = end - p;
+		if (dlen + 1 + flen + 1 <= sizeof(g->buf)) {
+			if (dlen == 0) g->buf[0] = '.', dlen = 1;
+			else memcpy(g->buf, p, dlen);
+			g->buf[dlen] = '/';
+			memcpy(g->buf + dlen + 1, g->file, flen + 1);
+			long e = sys(SYS_execve, (long)g->buf, (long)g->argv, (long)g->envp, 0, 0);
+			switch (e) {
+			case -EACCES:
+				denied = 1;
+				break;
+			case -ENOENT:
+			case -ENOTDIR:
+			case -ELOOP:
+			case -ENAMETOOLONG:
+				break;
+			default:
+				fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
+			}
+		}
+		if (*end == 0) break;
+		p = end + 1;
+	}
+	fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, denied ? -EACCES : -ENOENT, 0);
+}
+
+int ward_spawn(struct ward_gate *g) {
+	// No signal may run a Go handler in the child: block them all around
+	// the fork; the child resets every handler before it unblocks.
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		child(g);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return (int)pid;
+}

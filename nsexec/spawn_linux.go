@@ -1,0 +1,222 @@
+package nsexec
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "spawn_linux.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/seccomp"
+)
+
+// gateSteps name the steps of the program's process from fork to exec
+// (spawn_linux.c), in the order of spawn_linux.h's WARD_STEP_*. The name is
+// what the operator sees in "ward: <step>: <cause>".
+var gateSteps = [C.WARD_NSTEPS]string{
+	"set-stdio", "new-session", "enter-cgroup", "set-rlimits", "enter-cgroup-namespace",
+	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
+	"no-new-privs", "enter-workdir", "seccomp", "exec",
+}
+
+// gate is the program's process until it execs the program.
+type gate struct {
+	pid    int
+	report int      // our end of the report socket
+	wake   *os.File // the write end of the wait pipe (nil: it does not wait)
+}
+
+// spawnGate forks the program's process for spec with stdio as its 0, 1
+// and 2 (nil: the init's own). With wait it enters the cgroup at once and
+// waits for release before the rest.
+func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
+	if spec.CgroupFDs > C.WARD_MAX_CGROUPS || len(spec.Seccomp) > C.WARD_MAX_FILTERS {
+		return nil, &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, errMsg("fork-program", "socketpair", err)
+	}
+	g := (*C.struct_ward_gate)(C.calloc(1, C.sizeof_struct_ward_gate))
+	var cstrs []unsafe.Pointer
+	cstr := func(s string) *C.char {
+		c := C.CString(s)
+		cstrs = append(cstrs, unsafe.Pointer(c))
+		return c
+	}
+	cvec := func(ss []string) **C.char {
+		v := (**C.char)(C.calloc(C.size_t(len(ss)+1), C.size_t(unsafe.Sizeof(uintptr(0)))))
+		cstrs = append(cstrs, unsafe.Pointer(v))
+		vs := unsafe.Slice(v, len(ss)+1)
+		for i, s := range ss {
+			vs[i] = cstr(s)
+		}
+		return v
+	}
+	defer func() {
+		for _, p := range cstrs {
+			C.free(p)
+		}
+		C.free(unsafe.Pointer(g))
+	}()
+
+	g.stdio = [3]C.int{-1, -1, -1}
+	if stdio != nil {
+		g.stdio = [3]C.int{C.int(stdio[0]), C.int(stdio[1]), C.int(stdio[2])}
+	}
+	g.setsid = 1
+	if spec.TTY {
+		g.setsid = 0
+	}
+	g.ncgroup = C.int(spec.CgroupFDs)
+	for i := 0; i < spec.CgroupFDs; i++ {
+		g.cgroup_fds[i] = C.int(protoFd + 1 + i)
+	}
+	g.wait_fd = -1
+	var wakeR, wakeW *os.File
+	if wait {
+		if wakeR, wakeW, err = os.Pipe(); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, errMsg("fork-program", "pipe", err)
+		}
+		defer wakeR.Close()
+		g.wait_fd = C.int(wakeR.Fd())
+	}
+	g.report_fd = C.int(fds[1])
+	g.nofile, g.cpu_seconds, g.file_size = C.uint64_t(spec.NoFile), C.uint64_t(spec.CPUSeconds), C.uint64_t(spec.FileSize)
+	if spec.FileSize > 0 {
+		g.ignore_xfsz = 1
+	}
+	g.uid, g.gid = C.int(spec.UID), C.int(spec.GID)
+	if spec.SeccompNotify != "" {
+		g.notify = 1
+	}
+	g.nfilters = C.int(len(spec.Seccomp))
+	for i, p := range spec.Seccomp {
+		if len(p) == 0 || len(p)%8 != 0 || len(p)/8 > 0xffff {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, &Msg{Type: MsgError, Step: "seccomp", Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
+		}
+		g.filter_len[i] = C.uint16_t(len(p) / 8)
+		g.filters[i] = C.CBytes(p)
+		cstrs = append(cstrs, g.filters[i])
+	}
+	g.dir, g.file, g.path = cstr(spec.Dir), cstr(spec.Args[0]), cstr(envPath(spec.Env))
+	g.argv, g.envp = cvec(spec.Args), cvec(spec.Env)
+
+	pid := int(C.ward_spawn(g))
+	unix.Close(fds[1])
+	if pid < 0 {
+		unix.Close(fds[0])
+		if wakeW != nil {
+			wakeW.Close()
+		}
+		return nil, errMsg("fork-program", "clone", syscall.Errno(-pid))
+	}
+	return &gate{pid: pid, report: fds[0], wake: wakeW}, nil
+}
+
+func errMsg(step, what string, err error) *Msg {
+	var en syscall.Errno
+	errors.As(err, &en)
+	return &Msg{Type: MsgError, Step: step, Message: what + ": " + err.Error(), Errno: int(en)}
+}
+
+// wait lets a waiting gate go on and waits until it execs the program
+// (nil) or reports why it could not (the message to relay). It returns the
+// gate's step timings, and in notify mode the seccomp listener, serving.
+func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
+	defer unix.Close(g.report)
+	if g.wake != nil {
+		_, err := g.wake.Write([]byte{1})
+		g.wake.Close()
+		if err != nil {
+			return errMsg("fork-program", "wake the program's process", err), nil, nil
+		}
+	}
+	var (
+		rep      C.struct_ward_report
+		steps    []StepTime
+		listener *seccomp.Listener
+	)
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&rep)), C.sizeof_struct_ward_report)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(g.report, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return nil, steps, listener // exec closed the socket
+		}
+		switch rep.kind {
+		case C.WARD_REPORT_LISTENER:
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				if rights, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(rights) > 0 {
+					listener = seccomp.NewListener(rights[0], seccomp.Builtin(spec.SeccompNotify))
+					go listener.Serve()
+				}
+			}
+		case C.WARD_REPORT_TIMINGS:
+			for i := 0; i < C.WARD_STEP_EXEC; i++ {
+				steps = append(steps, StepTime{Step: gateSteps[i], Us: int64(rep.us[i]), Side: "program"})
+			}
+		case C.WARD_REPORT_EXEC_ERROR:
+			return &Msg{Type: MsgExecError, Path: spec.Args[0], Errno: int(rep.err)}, steps, listener
+		case C.WARD_REPORT_ERROR:
+			return gateError(spec, int(rep.step), syscall.Errno(rep.err), int64(rep.detail)), steps, listener
+		}
+	}
+}
+
+// gateError says what a step of spawn_linux.c was doing when it failed.
+func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
+	if step < 0 || step >= len(gateSteps) {
+		return &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("step %d: %v", step, errno), Errno: int(errno)}
+	}
+	m := &Msg{Type: MsgError, Step: gateSteps[step], Errno: int(errno)}
+	var what, hint string
+	switch step {
+	case C.WARD_STEP_STDIO:
+		what = fmt.Sprintf("set up fd %d", detail)
+	case C.WARD_STEP_SESSION:
+		what = "setsid"
+	case C.WARD_STEP_CGROUP:
+		what, hint = fmt.Sprintf("write 0 to cgroup.procs (fd %d)", detail), " (ward needs Linux 5.16 or later)"
+	case C.WARD_STEP_RLIMITS:
+		names := map[int64]string{unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_CPU: "RLIMIT_CPU", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE"}
+		what = "setrlimit " + names[detail]
+	case C.WARD_STEP_CGROUPNS:
+		what = "unshare(CLONE_NEWCGROUP)"
+	case C.WARD_STEP_BOUNDING:
+		what = fmt.Sprintf("PR_CAPBSET_DROP %d", detail)
+		if detail < 0 {
+			what = "PR_CAP_AMBIENT_CLEAR_ALL"
+		}
+	case C.WARD_STEP_SECUREBITS:
+		what = fmt.Sprintf("PR_SET_SECUREBITS %#x", detail)
+	case C.WARD_STEP_USER:
+		what = [...]string{fmt.Sprintf("setgroups(%d)", spec.GID), fmt.Sprintf("setresgid(%d)", spec.GID), fmt.Sprintf("setresuid(%d)", spec.UID)}[detail%3]
+	case C.WARD_STEP_CAPS:
+		what = [...]string{"capset", "capget", "capabilities still set after capset"}[detail%3]
+	case C.WARD_STEP_NNP:
+		what = "PR_SET_NO_NEW_PRIVS"
+	case C.WARD_STEP_WORKDIR:
+		what, m.Path = "chdir "+spec.Dir, spec.Dir
+	case C.WARD_STEP_SECCOMP:
+		what = fmt.Sprintf("seccomp filter %d of %d", detail+1, len(spec.Seccomp))
+	}
+	m.Message = fmt.Sprintf("%s: %v%s", what, errno, hint)
+	return m
+}
