@@ -43,7 +43,9 @@ func init() {
 
 // IsInit reports whether this process is a sandbox init started by Start.
 func IsInit() bool {
-	return len(os.Args) == 2 && os.Args[1] == initArg && os.Getpid() == 1
+	// "ward init" (a long-lived sandbox) or "ward init N" (N cgroup.procs
+	// fds for spawn_linux.c's early child).
+	return (len(os.Args) == 2 || len(os.Args) == 3) && os.Args[1] == initArg && os.Getpid() == 1
 }
 
 // IsIdmapHolder reports whether this process only holds a user namespace
@@ -93,7 +95,9 @@ var initSteps = []step{
 	// The program's process comes first: it enters the cgroup (on v1 the
 	// kernel waits an RCU grace period for that) while the init builds the
 	// root, then waits. pivot_root takes it along into the new root.
-	{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session }},
+	// (Usually it was forked before the Go runtime started: spawn_linux.c's
+	// early child; this is the fallback.)
+	{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session && !haveEarly() }},
 	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
 	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
@@ -226,6 +230,14 @@ func (p *proc) runProgram() {
 		}
 		os.Exit(137)
 	}()
+	if p.gate == nil {
+		g, failed := sendEarly(&p.spec)
+		if failed != nil {
+			p.send(*failed)
+			os.Exit(71)
+		}
+		p.gate = g
+	}
 	failed, steps, listener := p.gate.wait(&p.spec)
 	if failed != nil {
 		p.send(*failed) // error or exec_error, relayed as is

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -96,9 +97,15 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	if !opt.HostNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
+	args := []string{"ward", initArg}
+	if !opt.Session {
+		// The init forks the program's process first thing, and tells it
+		// how many cgroup.procs fds to write (spawn_linux.c).
+		args = append(args, strconv.Itoa(len(opt.CgroupProcs)))
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{"ward", initArg},
+		Args:       args,
 		Env:        []string{}, // the init needs none; the program's comes in the spec
 		Dir:        "/",
 		Stdin:      stdio.Stdin,

@@ -31,6 +31,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -98,9 +99,11 @@ static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_repo
 		if (_e < 0) fail(g, &r, WARD_REPORT_ERROR, step, _e, detail); \
 	} while (0)
 
-static void __attribute__((noreturn)) child(struct ward_gate *g) {
+static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_report *early) {
 	struct ward_report r;
+	char buf[4096 + 256]; // PATH candidates
 	memset(&r, 0, sizeof(r));
+	if (early) r = *early;
 	int64_t t = now_us();
 
 	// Standard streams first (through fds above any of 0-2, in case they
@@ -122,9 +125,12 @@ static void __attribute__((noreturn)) child(struct ward_gate *g) {
 	if (g->setsid) CHECK(WARD_STEP_SESSION, sys(SYS_setsid, 0, 0, 0, 0, 0), 0);
 	STEP(WARD_STEP_STDIO);
 
-	t = now_us();
-	for (int i = 0; i < g->ncgroup; i++) CHECK(WARD_STEP_CGROUP, sys(SYS_write, g->cgroup_fds[i], (long)"0", 1, 0, 0), g->cgroup_fds[i]);
-	STEP(WARD_STEP_CGROUP);
+	if (early && early->err) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CGROUP, -early->err, early->detail);
+	if (!early) {
+		t = now_us();
+		for (int i = 0; i < g->ncgroup; i++) CHECK(WARD_STEP_CGROUP, sys(SYS_write, g->cgroup_fds[i], (long)"0", 1, 0, 0), g->cgroup_fds[i]);
+		STEP(WARD_STEP_CGROUP);
+	}
 
 	if (g->wait_fd >= 0) {
 		char b;
@@ -243,12 +249,12 @@ static void __attribute__((noreturn)) child(struct ward_gate *g) {
 	for (const char *p = g->path;;) {
 		const char *end = strchrnul(p, ':');
 		size_t dlen = end - p;
-		if (dlen + 1 + flen + 1 <= sizeof(g->buf)) {
-			if (dlen == 0) g->buf[0] = '.', dlen = 1;
-			else memcpy(g->buf, p, dlen);
-			g->buf[dlen] = '/';
-			memcpy(g->buf + dlen + 1, g->file, flen + 1);
-			long e = sys(SYS_execve, (long)g->buf, (long)g->argv, (long)g->envp, 0, 0);
+		if (dlen + 1 + flen + 1 <= sizeof(buf)) {
+			if (dlen == 0) buf[0] = '.', dlen = 1;
+			else memcpy(buf, p, dlen);
+			buf[dlen] = '/';
+			memcpy(buf + dlen + 1, g->file, flen + 1);
+			long e = sys(SYS_execve, (long)buf, (long)g->argv, (long)g->envp, 0, 0);
 			switch (e) {
 			case -EACCES:
 				denied = 1;
@@ -276,8 +282,137 @@ int ward_spawn(struct ward_gate *g) {
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0) {
-		child(g);
+		child(g, NULL);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return (int)pid;
+}
+
+// The early child. A sandbox init ("ward init N", PID 1, N the number of
+// cgroup.procs fds from fd 4) forks the program's process here, in a
+// constructor, before the Go runtime starts: the child enters the cgroup at
+// once, so that on cgroup v1 the kernel's grace period for the migration
+// runs while the init starts its runtime, reads its config and builds the
+// root. The child is a plain single-threaded C process (glibc is set up,
+// no Go runtime in it), so it may malloc. It then waits for its config
+// (ward_send_gate) on a SOCK_SEQPACKET socket, the same one it reports on.
+int ward_early_pid = -1, ward_early_fd = -1;
+
+// The config travels as the struct (pointers zeroed) followed by the
+// filters, dir, file, path, then argc, the arguments, envc, the
+// environment, each string NUL-terminated.
+struct packed {
+	struct ward_gate g;
+	int32_t argc, envc;
+};
+
+static void __attribute__((noreturn)) early_child(int fd, int ncg) {
+	struct ward_report r;
+	memset(&r, 0, sizeof(r));
+	int64_t t = now_us();
+	for (int i = 0; i < ncg; i++) {
+		long e = sys(SYS_write, 4 + i, (long)"0", 1, 0, 0);
+		if (e < 0) {
+			r.err = (int32_t)-e;
+			r.detail = 4 + i;
+			break;
+		}
+	}
+	r.us[WARD_STEP_CGROUP] = now_us() - t;
+
+	// The config: its size first (MSG_PEEK|MSG_TRUNC), then the message.
+	long n;
+	char probe;
+	do n = sys(SYS_recvfrom, fd, (long)&probe, 1, MSG_PEEK | MSG_TRUNC, 0);
+	while (n == -EINTR);
+	if (n < (long)sizeof(struct packed)) _exit(0); // EOF: no program (the init failed, or a session)
+	char *buf = malloc(n + 1);
+	if (!buf) _exit(71);
+	long got;
+	do got = sys(SYS_recvfrom, fd, (long)buf, n, 0, 0);
+	while (got == -EINTR);
+	if (got != n) _exit(71);
+	buf[n] = 0;
+	struct packed *pk = (struct packed *)buf;
+	struct ward_gate *g = &pk->g;
+	char *p = buf + sizeof(*pk), *end = buf + n;
+	for (int i = 0; i < g->nfilters && i < WARD_MAX_FILTERS; i++) {
+		g->filters[i] = p;
+		p += (size_t)g->filter_len[i] * 8;
+	}
+	if (p > end) _exit(71);
+	const char **strs[3] = {&g->dir, &g->file, &g->path};
+	for (int i = 0; i < 3; i++) {
+		*strs[i] = p;
+		p += strnlen(p, end - p) + 1;
+	}
+	char **argv = calloc(pk->argc + 1, sizeof(char *)), **envp = calloc(pk->envc + 1, sizeof(char *));
+	if (!argv || !envp) _exit(71);
+	for (int i = 0; i < pk->argc && p < end; i++) {
+		argv[i] = p;
+		p += strnlen(p, end - p) + 1;
+	}
+	for (int i = 0; i < pk->envc && p < end; i++) {
+		envp[i] = p;
+		p += strnlen(p, end - p) + 1;
+	}
+	if (p > end + 1 || !argv[0]) _exit(71);
+	g->argv = argv;
+	g->envp = envp;
+	g->report_fd = fd;
+	g->wait_fd = -1;
+	g->ncgroup = 0;
+	child(g, &r);
+}
+
+__attribute__((constructor)) static void ward_early(int argc, char **argv, char **envp) {
+	(void)envp;
+	if (argc != 3 || strcmp(argv[0], "ward") != 0 || strcmp(argv[1], "init") != 0 || getpid() != 1) return;
+	int ncg = atoi(argv[2]);
+	if (ncg < 0 || ncg > WARD_MAX_CGROUPS) return;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return; // the init forks later instead
+	long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) {
+		close(sv[0]);
+		early_child(sv[1], ncg);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return;
+	}
+	ward_early_pid = (int)pid;
+	ward_early_fd = sv[0];
+}
+
+// ward_send_gate_to sends g to the early child over fd: it goes on from
+// there. It returns 0 or -errno.
+int ward_send_gate_to(struct ward_gate *g, int fd) {
+	size_t n = sizeof(struct packed);
+	int argc = 0, envc = 0;
+	for (int i = 0; i < g->nfilters; i++) n += (size_t)g->filter_len[i] * 8;
+	n += strlen(g->dir) + strlen(g->file) + strlen(g->path) + 3;
+	for (; g->argv[argc]; argc++) n += strlen(g->argv[argc]) + 1;
+	for (; g->envp[envc]; envc++) n += strlen(g->envp[envc]) + 1;
+	char *buf = calloc(1, n), *p = buf + sizeof(struct packed);
+	if (!buf) return -ENOMEM;
+	struct packed *pk = (struct packed *)buf;
+	pk->g = *g;
+	pk->argc = argc;
+	pk->envc = envc;
+	for (int i = 0; i < WARD_MAX_FILTERS; i++) pk->g.filters[i] = NULL;
+	pk->g.dir = pk->g.file = pk->g.path = NULL;
+	pk->g.argv = pk->g.envp = NULL;
+	for (int i = 0; i < g->nfilters; i++) {
+		memcpy(p, g->filters[i], (size_t)g->filter_len[i] * 8);
+		p += (size_t)g->filter_len[i] * 8;
+	}
+	const char *strs[3] = {g->dir, g->file, g->path};
+	for (int i = 0; i < 3; i++) p = stpcpy(p, strs[i]) + 1;
+	for (int i = 0; i < argc; i++) p = stpcpy(p, g->argv[i]) + 1;
+	for (int i = 0; i < envc; i++) p = stpcpy(p, g->envp[i]) + 1;
+	long e = sys(SYS_sendto, fd, (long)buf, n, MSG_NOSIGNAL, 0);
+	free(buf);
+	return e < 0 ? (int)e : 0;
 }

@@ -39,15 +39,80 @@ type gate struct {
 // and 2 (nil: the init's own). With wait it enters the cgroup at once and
 // waits for release before the rest.
 func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
-	if spec.CgroupFDs > C.WARD_MAX_CGROUPS || len(spec.Seccomp) > C.WARD_MAX_FILTERS {
-		return nil, &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
-	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, errMsg("fork-program", "socketpair", err)
 	}
+	g, free, failed := buildGate(spec, stdio)
+	if failed != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, failed
+	}
+	defer free()
+	var wakeR, wakeW *os.File
+	if wait {
+		if wakeR, wakeW, err = os.Pipe(); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return nil, errMsg("fork-program", "pipe", err)
+		}
+		defer wakeR.Close()
+		g.wait_fd = C.int(wakeR.Fd())
+	}
+	g.report_fd = C.int(fds[1])
+	pid := int(C.ward_spawn(g))
+	unix.Close(fds[1])
+	if pid < 0 {
+		unix.Close(fds[0])
+		if wakeW != nil {
+			wakeW.Close()
+		}
+		return nil, errMsg("fork-program", "clone", syscall.Errno(-pid))
+	}
+	return &gate{pid: pid, report: fds[0], wake: wakeW}, nil
+}
+
+// haveEarly says whether the constructor in spawn_linux.c forked the
+// program's process before the Go runtime started.
+func haveEarly() bool { return C.ward_early_pid > 0 }
+
+// sendEarly hands spec to the early child, which goes on from there. If it
+// cannot take it (a config larger than the socket's buffer), the child is
+// ended and the init forks another.
+func sendEarly(spec *Spec) (*gate, *Msg) {
+	pid, fd := int(C.ward_early_pid), int(C.ward_early_fd)
+	C.ward_early_pid, C.ward_early_fd = -1, -1
+	g, free, failed := buildGate(spec, nil)
+	if failed == nil {
+		e := C.ward_send_gate_to(g, C.int(fd))
+		free()
+		if e == 0 {
+			return &gate{pid: pid, report: fd}, nil
+		}
+	}
+	_ = unix.Kill(pid, unix.SIGKILL)
+	unix.Close(fd)
+	if failed != nil {
+		return nil, failed
+	}
+	return spawnGate(spec, nil, false)
+}
+
+// buildGate fills spawn_linux.h's struct for spec, in C memory that free
+// releases.
+func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
+	if spec.CgroupFDs > C.WARD_MAX_CGROUPS || len(spec.Seccomp) > C.WARD_MAX_FILTERS {
+		return nil, nil, &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
+	}
 	g := (*C.struct_ward_gate)(C.calloc(1, C.sizeof_struct_ward_gate))
 	var cstrs []unsafe.Pointer
+	free := func() {
+		for _, p := range cstrs {
+			C.free(p)
+		}
+		C.free(unsafe.Pointer(g))
+	}
 	cstr := func(s string) *C.char {
 		c := C.CString(s)
 		cstrs = append(cstrs, unsafe.Pointer(c))
@@ -62,13 +127,6 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 		}
 		return v
 	}
-	defer func() {
-		for _, p := range cstrs {
-			C.free(p)
-		}
-		C.free(unsafe.Pointer(g))
-	}()
-
 	g.stdio = [3]C.int{-1, -1, -1}
 	if stdio != nil {
 		g.stdio = [3]C.int{C.int(stdio[0]), C.int(stdio[1]), C.int(stdio[2])}
@@ -81,18 +139,7 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 	for i := 0; i < spec.CgroupFDs; i++ {
 		g.cgroup_fds[i] = C.int(protoFd + 1 + i)
 	}
-	g.wait_fd = -1
-	var wakeR, wakeW *os.File
-	if wait {
-		if wakeR, wakeW, err = os.Pipe(); err != nil {
-			unix.Close(fds[0])
-			unix.Close(fds[1])
-			return nil, errMsg("fork-program", "pipe", err)
-		}
-		defer wakeR.Close()
-		g.wait_fd = C.int(wakeR.Fd())
-	}
-	g.report_fd = C.int(fds[1])
+	g.wait_fd, g.report_fd = -1, -1
 	g.nofile, g.cpu_seconds, g.file_size = C.uint64_t(spec.NoFile), C.uint64_t(spec.CPUSeconds), C.uint64_t(spec.FileSize)
 	if spec.FileSize > 0 {
 		g.ignore_xfsz = 1
@@ -104,9 +151,8 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 	g.nfilters = C.int(len(spec.Seccomp))
 	for i, p := range spec.Seccomp {
 		if len(p) == 0 || len(p)%8 != 0 || len(p)/8 > 0xffff {
-			unix.Close(fds[0])
-			unix.Close(fds[1])
-			return nil, &Msg{Type: MsgError, Step: "seccomp", Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
+			free()
+			return nil, nil, &Msg{Type: MsgError, Step: "seccomp", Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
 		}
 		g.filter_len[i] = C.uint16_t(len(p) / 8)
 		g.filters[i] = C.CBytes(p)
@@ -114,17 +160,7 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 	}
 	g.dir, g.file, g.path = cstr(spec.Dir), cstr(spec.Args[0]), cstr(envPath(spec.Env))
 	g.argv, g.envp = cvec(spec.Args), cvec(spec.Env)
-
-	pid := int(C.ward_spawn(g))
-	unix.Close(fds[1])
-	if pid < 0 {
-		unix.Close(fds[0])
-		if wakeW != nil {
-			wakeW.Close()
-		}
-		return nil, errMsg("fork-program", "clone", syscall.Errno(-pid))
-	}
-	return &gate{pid: pid, report: fds[0], wake: wakeW}, nil
+	return g, free, nil
 }
 
 func errMsg(step, what string, err error) *Msg {

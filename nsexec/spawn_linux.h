@@ -53,7 +53,8 @@ struct ward_gate {
 	const char *dir, *file, *path;
 	char *const *argv;
 	char *const *envp;
-	char buf[4096 + 256]; // PATH candidates
 };
 
 int ward_spawn(struct ward_gate *g);
+int ward_send_gate_to(struct ward_gate *g, int fd);
+extern int ward_early_pid, ward_early_fd;
