@@ -186,7 +186,14 @@ func newFilter(verdict string) (*sc.ScmpFilter, error) {
 		f.Release()
 		return nil, fmt.Errorf("libseccomp: %w", err)
 	}
-	// ward sets no_new_privs itself, in the gate.
+	// A binary tree of syscall numbers instead of a list: fewer
+	// instructions per call for what the kernel's cache does not decide,
+	// and a cheaper cache build when the filter is attached.
+	if err := f.SetOptimize(2); err != nil {
+		f.Release()
+		return nil, fmt.Errorf("libseccomp: %w", err)
+	}
+	// ward sets no_new_privs itself, in the program's process.
 	if err := f.SetNoNewPrivsBit(false); err != nil {
 		f.Release()
 		return nil, fmt.Errorf("libseccomp: %w", err)
