@@ -5,14 +5,18 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/wardbox/ward"
 )
 
 func TestMain(m *testing.M) {
-	ward.Init() // this test binary is the sandbox's init and gate
+	ward.Init() // this test binary is the sandbox's init
 	os.Exit(m.Run())
 }
 
@@ -46,4 +50,78 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatalf("run: %+v %v", res, err)
 		}
 	}
+}
+
+// BenchmarkMemoryPerSandbox: what one more long-lived sandbox costs in
+// memory, ward's own (its init, and what the caller's process grows by):
+// the proportional set size (PSS: shared pages such as ward's binary
+// counted once across all processes) of this process and every sandbox
+// init, before and after starting 10 more, per sandbox.
+func BenchmarkMemoryPerSandbox(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: ward creates namespaces")
+	}
+	const more = 10
+	var all []*ward.Sandbox
+	defer func() {
+		for _, sb := range all {
+			sb.Close()
+		}
+	}()
+	start := func(n int) {
+		for i := 0; i < n; i++ {
+			sb, err := ward.Start(context.Background(), ward.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = append(all, sb)
+		}
+	}
+	start(1) // the first also pays for what every later one shares
+	runtime.GC()
+	before := pssKB(b)
+	start(more)
+	runtime.GC()
+	after := pssKB(b)
+	b.ReportMetric(float64(after-before)/more/1024, "MB/sandbox")
+}
+
+// pssKB is the PSS of this process and all its children (the inits).
+func pssKB(b *testing.B) int64 {
+	pids := []int{os.Getpid()}
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", os.Getpid(), os.Getpid()))
+	for _, f := range strings.Fields(string(kids)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	// Children of other threads of this process.
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", os.Getpid()))
+	seen := map[int]bool{}
+	for _, p := range pids {
+		seen[p] = true
+	}
+	for _, t := range tasks {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", os.Getpid(), t.Name()))
+		for _, f := range strings.Fields(string(kids)) {
+			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+				seen[pid] = true
+				pids = append(pids, pid)
+			}
+		}
+	}
+	var total int64
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				total += kb
+			}
+		}
+	}
+	return total
 }

@@ -116,7 +116,33 @@ func New(r Resources) (Manager, error) {
 
 // stale reports whether a directory named like one of ours belongs to a
 // ward that is gone (its pid is dead, or is not a ward).
-func stale(name string) bool {
+func stale(name string) bool { return (&sweep{thorough: true}).stale(name) }
+
+// sweep decides, once per name, which of ward's cgroups are stale. The
+// sweep at every sandbox's start is quick: a dead pid only, one kill(pid,
+// 0) per supervising ward however many hierarchies list it, so that a
+// hundred live sandboxes cost a sandbox's start little. ward clean is
+// thorough: a live pid that is not a ward (the pid was reused) is stale
+// too.
+type sweep struct {
+	thorough bool
+	seen     map[string]bool // name -> stale
+	dirs     map[string]bool // directories already swept
+}
+
+func (s *sweep) stale(name string) bool {
+	if v, ok := s.seen[name]; ok {
+		return v
+	}
+	v := s.decide(name)
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	s.seen[name] = v
+	return v
+}
+
+func (s *sweep) decide(name string) bool {
 	rest, ok := strings.CutPrefix(name, Prefix)
 	if !ok {
 		return false
@@ -135,6 +161,9 @@ func stale(name string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
 		return true
 	}
+	if !s.thorough {
+		return false
+	}
 	// The pid lives; it is a ward only if it runs the same binary name.
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return err == nil && !strings.HasPrefix(strings.TrimSpace(string(comm)), "ward")
@@ -142,14 +171,24 @@ func stale(name string) bool {
 
 // removeStale kills what is left in, and removes, every stale ward cgroup
 // directly under dir; it returns what it removed.
-func removeStale(dir string) []string {
+func (s *sweep) removeStale(dir string) []string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // cpu and cpuacct are one hierarchy
+	}
+	if s.dirs[dir] {
+		return nil
+	}
+	if s.dirs == nil {
+		s.dirs = map[string]bool{}
+	}
+	s.dirs[dir] = true
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var removed []string
 	for _, e := range entries {
-		if !e.IsDir() || !stale(e.Name()) {
+		if !e.IsDir() || !s.stale(e.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -258,19 +297,21 @@ func Clean() ([]string, error) {
 			return nil, err
 		}
 		dir := filepath.Join(v2Root, self)
-		removed := removeStale(dir)
+		sw := &sweep{thorough: true}
+		removed := sw.removeStale(dir)
 		if filepath.Base(dir) == supervisorLeaf {
-			removed = append(removed, removeStale(filepath.Dir(dir))...)
+			removed = append(removed, sw.removeStale(filepath.Dir(dir))...)
 		}
 		return removed, nil
 	case cgroups.Legacy, cgroups.Hybrid:
 		var removed []string
+		sw := &sweep{thorough: true}
 		for _, c := range v1Controllers {
 			self, err := selfCgroup(string(c))
 			if err != nil {
 				return removed, err
 			}
-			removed = append(removed, removeStale(filepath.Join(v1Root, string(c), self))...)
+			removed = append(removed, sw.removeStale(filepath.Join(v1Root, string(c), self))...)
 		}
 		return removed, nil
 	}

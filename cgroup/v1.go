@@ -22,6 +22,7 @@ type v1 struct {
 
 func newV1(name string, r Resources) (Manager, error) {
 	paths := map[cgroup1.Name]string{}
+	var sw sweep
 	for _, c := range v1Controllers {
 		self, err := selfCgroup(string(c))
 		if err != nil {
@@ -29,7 +30,7 @@ func newV1(name string, r Resources) (Manager, error) {
 				Hint: "ward needs the memory, cpu, cpuacct and pids v1 hierarchies mounted under " + v1Root}
 		}
 		parent := filepath.Join(v1Root, string(c), self)
-		removeStale(parent)
+		sw.removeStale(parent)
 		paths[c] = filepath.Join(parent, name)
 	}
 	hier := func() ([]cgroup1.Subsystem, error) {

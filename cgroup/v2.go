@@ -38,7 +38,7 @@ func newV2(name string, r Resources) (Manager, error) {
 	if err := enableControllers(parent); err != nil {
 		return nil, err
 	}
-	removeStale(parent)
+	(&sweep{}).removeStale(parent)
 	res := &cgroup2.Resources{Memory: &cgroup2.Memory{}, CPU: &cgroup2.CPU{}, Pids: &cgroup2.Pids{}}
 	if r.MemoryBytes > 0 {
 		zero := int64(0)

@@ -57,6 +57,22 @@ func checkReportShape(t *testing.T, rep map[string]any) {
 	}
 }
 
+// TestReportSetupMsTimesEachSide: setup_ms has the steps of ward's side,
+// the init's (its runtime's start included) and the program's process's.
+func TestReportSetupMsTimesEachSide(t *testing.T) {
+	r := run(t, opts{}, "run", "--json", "true")
+	rep := decodeOne(t, "--json stdout", r.stdout)
+	steps, ok := rep["setup_ms"].(map[string]any)
+	if !ok {
+		t.Fatalf("setup_ms = %#v, want an object\n%s", rep["setup_ms"], r)
+	}
+	for _, k := range []string{"total", "create-cgroup", "clone-init", "start-init", "receive-config", "build-root", "enter-cgroup", "set-user", "seccomp"} {
+		if v, ok := steps[k].(float64); !ok || v < 0 {
+			t.Errorf("setup_ms[%q] = %#v, want a number >= 0", k, steps[k])
+		}
+	}
+}
+
 func readReport(t *testing.T, path string, r result) map[string]any {
 	t.Helper()
 	b, err := os.ReadFile(path)
