@@ -1,75 +1,149 @@
 """Writes docs/benchmarks.md from bench/run.sh's measurements (never edited by hand)."""
-import json, os, platform, subprocess, sys
+import json, os, platform, re, statistics, subprocess, sys
 
-out, tp_ward, tp_bwrap, rss_one, rss_ten, rss_inits, warm = sys.argv[1:8]
+out, tp_ward, tp_bwrap, rss_one, cli_per_kb, lib_per_mb, warm = sys.argv[1:8]
+
 
 def load(name):
     return {r["command"]: r for r in json.load(open(os.path.join(out, name)))["results"]}
 
+
 def ms(r, k="median"):
     return r[k] * 1000
 
-st = load("startup.json")
-sc = load("seccomp.json")
-alive = load("alive.json")["ward-100-alive"]
-paths = load("paths.json")["ward-50-paths"]
-ward, bwrap, runc, bare = st["ward"], st["bwrap"], st["runc"], st["bare"]
 
 def met(ok):
     return "met" if ok else "**not met**"
 
+
+st = load("startup.json")
+alive = load("alive.json")["ward-100-alive"]
+paths = load("paths.json")["ward-50-paths"]
+ward, bwrap, runc, bare = st["ward"], st["bwrap"], st["runc"], st["bare"]
+
+dd = {}
+for line in open(os.path.join(out, "seccomp.txt")):
+    mode, v = line.split()
+    dd.setdefault(mode, []).append(float(v))
+dd = {m: statistics.median(v) for m, v in dd.items()}
+
+# One line per setup step per run: "[SANDBOX] Setup step: NAME  MS ms (SIDE)".
+steps, order, totals = {}, [], []
+for line in open(os.path.join(out, "steps.txt")):
+    m = re.search(r"Setup step: (\S+)\s+([0-9.]+)ms \((\w+)\)", line)
+    if m:
+        key = (m.group(1), m.group(3))
+        if key not in steps:
+            order.append(key)
+        steps.setdefault(key, []).append(float(m.group(2)))
+    m = re.search(r"Setup: ([0-9.]+)ms", line)
+    if m:
+        totals.append(float(m.group(1)))
+
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 layout = subprocess.run(["bin/ward", "version"], capture_output=True, text=True).stdout
 layout = next((l for l in layout.splitlines() if l.startswith("cgroup layout")), "")
+commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+
 print("# Benchmarks (issue 9)\n")
 print("Written by `make bench` (bench/run.sh, bench/report.py) from what it measured; never edited by hand.\n")
-print(f"Machine: {os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, {layout}.\n")
+print(f"Machine: {os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, {layout}. ward at {commit}.\n")
+
 print("## Start-up of `/bin/true` (hyperfine, no shell, median / min / max in ms)\n")
 print("| command | median | min | max | ratio to bare | ratio to bwrap | ratio to runc |")
 print("|---|---|---|---|---|---|---|")
 for name, r in st.items():
     print(f"| {name} | {ms(r):.2f} | {ms(r,'min'):.2f} | {ms(r,'max'):.2f} | {ms(r)/ms(bare):.1f}x | {ms(r)/ms(bwrap):.2f}x | {ms(r)/ms(runc):.2f}x |")
 print()
+
 print("## Targets\n")
 print("| target | measured | |")
 print("|---|---|---|")
-r1 = ms(ward) / ms(bwrap); r2 = ms(ward) / ms(runc)
+r1 = ms(ward) / ms(bwrap)
+r2 = ms(ward) / ms(runc)
 print(f"| `ward run -- /bin/true` <= 0.8x bubblewrap | {r1:.2f}x | {met(r1 <= 0.8)} |")
 print(f"| `ward run -- /bin/true` <= 0.2x runc | {r2:.2f}x | {met(r2 <= 0.2)} |")
 t1, t2 = float(tp_ward), float(tp_bwrap)
 print(f"| throughput (200 sandboxes, 4 at a time) >= bubblewrap's | ward {t1:.0f}/s, bwrap {t2:.0f}/s | {met(t1 >= t2)} |")
-r3 = ms(sc["default"]) / ms(sc["unconfined"])
-print(f"| seccomp default vs unconfined on dd bs=1 count=1000000 <= 1.03x | {r3:.3f}x ({ms(sc['default']):.0f} vs {ms(sc['unconfined']):.0f} ms) | {met(r3 <= 1.03)} |")
+r3 = dd["default"] / dd["unconfined"]
+r3a = dd["allow-all"] / dd["unconfined"]
+print(f"| seccomp default vs unconfined on dd bs=1 count=1000000 <= 1.03x | {r3:.3f}x ({dd['default']:.0f} vs {dd['unconfined']:.0f} ms; "
+      f"a filter that allows everything: {r3a:.3f}x) | {met(r3 <= 1.03)} |")
 m1 = int(rss_one) / 1024
-print(f"| supervisor memory (max RSS of ward run) <= 15 MB | {m1:.1f} MB | {met(m1 <= 15)} |")
-per = (int(rss_ten) + int(rss_inits)) / 10 / 1024
-print(f"| ward's own memory per long-lived sandbox <= 2 MB | {per:.1f} MB (supervisor + init, average of 10) | {met(per <= 2)} |")
+print(f"| supervisor memory (max RSS of `ward run`) <= 15 MB | {m1:.1f} MB | {met(m1 <= 15)} |")
+lib = float(lib_per_mb)
+cli = int(cli_per_kb) / 1024
+print(f"| ward's own memory per additional long-lived sandbox <= 2 MB | library (`ward.Start`): {lib:.2f} MB PSS; "
+      f"CLI (`ward start`, a supervisor process each): {cli:.2f} MB PSS | {met(lib <= 2)} (library); {met(cli <= 2)} (CLI) |")
 r4 = ms(alive) / ms(ward)
 print(f"| start-up with 100 long-lived sandboxes alive <= 1.2x none | {r4:.2f}x | {met(r4 <= 1.2)} |")
 r5 = ms(paths) / ms(ward)
 print(f"| start-up with 50 --allow-read paths <= 1.5x none | {r5:.2f}x | {met(r5 <= 1.5)} |")
 w = float(warm)
-print(f"| warm Exec of /bin/true <= 3 ms | {w:.2f} ms | {met(w <= 3)} |")
+print(f"| warm Exec of /bin/true <= 3 ms | {w:.2f} ms (back to back) | {met(w <= 3)} |")
 print()
+
+print("## Where the time goes (20 runs of `ward run --sandbox-log=verbose -- /bin/true`, median per step)\n")
+tot = statistics.median(totals) if totals else 0
+print(f"From ward's start of the launch to the program's start: median {tot:.2f} ms (min {min(totals or [0]):.2f}, "
+      f"max {max(totals or [0]):.2f}); the whole `ward run` above, {ms(ward):.2f} ms, adds ward's own process start, "
+      "the program, and the teardown (kill, wait, cgroup removal). The steps do not add up to the total: the program's "
+      "process runs beside the init (its `enter-cgroup` is timed from its fork, which comes first in the init, and "
+      "overlaps the init's steps), and the parent waits between steps.\n")
+print("| step | side | median ms | min | max |\n|---|---|---|---|---|")
+for key in order:
+    v = steps[key]
+    print(f"| {key[0]} | {key[1]} | {statistics.median(v):.3f} | {min(v):.3f} | {max(v):.3f} |")
+print()
+def med(name):
+    for key in order:
+        if key[0] == name:
+            return statistics.median(steps[key])
+    return 0.0
+
+
+print(f"""What remains, and why:
+
+- **`enter-cgroup`, the largest and the most variable.** Every write to `cgroup.procs` takes the cgroup core's global
+  threadgroup lock for writing; when that lock has been idle the kernel first waits an RCU grace period
+  (`rcu_sync_enter` -> `synchronize_rcu`, seen in `perf record -e sched:sched_switch -g`). On this machine that is 5 to
+  16 ms (the `enter-cgroup` row), and bubblewrap, which makes no cgroup, pays none of it. ward forks the program's process first thing in
+  the init, before the init's Go runtime starts, so the wait overlaps everything else, and it is short when another
+  migration happened just before (warm `Exec`s, or sandboxes started side by side). CLONE_INTO_CGROUP (cgroup v2
+  only) would avoid the lock, but only for a process cloned by one allowed to write the target cgroup: the init,
+  unprivileged on the host, is not. `echo 1 > /sys/kernel/rcu_expedited` would shorten the wait machine-wide;
+  ward does not change it (docs/limits.md).
+- **Two Go runtime starts per sandbox**: ward's own, and the init's (`start-init`, {med("start-init"):.2f} ms here;
+  part of it is static glibc's start-up, whose `cpuid` instructions trap to the hypervisor on this VM). The program's
+  process is not a third: it is C (nsexec/spawn_linux.c).
+- **`clone-init`**: the clone into six new namespaces, the uid/gid maps, and the exec of ward's 12 MB binary.
+- **Seccomp**: the dd loop costs the same with a filter that allows everything as with the default policy, so the
+  remaining overhead is the kernel's for any filter (the syscall slow path), not ward's policy.
+""")
+
+print("## Levers (each kept because a figure above moved; the commit messages have the before and after)\n")
+print("""- The program's process is forked by the init and runs C (spawn_linux.c) instead of a second start of ward's Go
+  runtime (`ward gate`): one runtime start less per sandbox and per `Exec` (warm `Exec` above).
+- It is forked in a constructor, before the init's Go runtime starts: the cgroup wait starts that much earlier
+  (`start-init` and `receive-config` above overlap it).
+- libseccomp's binary-tree layout: the `seccomp` row (attaching the default policy) halved.
+- `ward man` behind a build tag: cobra's doc package brought markdown and YAML initialisation into every start.
+- One `kill(pid, 0)` per ward in the stale-cgroup sweep, instead of reading `/proc/PID/comm` in every hierarchy:
+  the 100-alive ratio above.
+- GOMAXPROCS=1 in the init: the memory per long-lived sandbox above.
+- Tried and dropped: writing an impossible pid to `cgroup.procs` early to warm the lock (the kernel looks the pid up
+  before it takes the lock, so nothing is warmed); returning the init's setup garbage with `debug.FreeOSMemory`
+  (the collection's workers cost more memory than it returns).
+""")
+
 print("## Reproduce\n")
 print("```\nmake bench            # as root; installs hyperfine, runc, bubblewrap, busybox-static\nBENCH_RUNS=200 make bench\n```\n")
 print("The commands: `/bin/true`; `bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin "
       "--symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true` (no cgroup, no seccomp); "
       "`bin/ward run -- /bin/true` (all namespaces, cgroup with limits, seccomp default, pivot_root); "
-      "`runc run` of a busybox-static bundle made by `runc spec`.")
-
-# Where the time goes: one run's own per-step figures (the init's steps),
-# against the whole start-up measured from outside.
-res = json.loads(subprocess.run(["bin/ward", "run", "--json", "--", "/bin/true"], capture_output=True, text=True).stdout)
-steps = res.get("setup_ms") or {}
-print("\n## Where the time goes (one `ward run --json -- /bin/true`, `setup_ms`)\n")
-init_sum = sum(v for k, v in steps.items() if k != "total")
-print(f"In this run, {steps.get('total', 0):.2f} ms passed from ward's start of the launch to the program's start "
-      f"(the start-up median above is {ms(ward):.2f} ms); the init's own steps below add up to {init_sum:.2f} ms. "
-      "The rest is not in the init's steps: two starts of ward's Go runtime (the init, and the gate that becomes "
-      "the program), the clone and handshake, creating the cgroup in four v1 hierarchies and removing it, and "
-      "reading the seccomp policy; those are the levers left (issue 9).\n")
-print("| step (in the init) | ms |\n|---|---|")
-for k, v in sorted(steps.items(), key=lambda kv: -kv[1]):
-    if k != "total":
-        print(f"| {k} | {v:.3f} |")
+      "`runc run` of a busybox-static bundle made by `runc spec`. Throughput: `seq 200 | xargs -P4` of each. "
+      "Seccomp: `ward run --json --seccomp=MODE -- dd if=/dev/zero of=/dev/null bs=1 count=1000000`, the report's "
+      "`wall_time_ms`, 15 interleaved runs per mode. Memory: `go test -bench BenchmarkMemoryPerSandbox ./bench` "
+      "(PSS of the caller and its inits before and after 10 more `ward.Start`s) and, for the CLI, the PSS of every "
+      "`ward-supervise` and `ward-init` before and after 10 more `ward start`s. Warm Exec: "
+      "`go test -bench BenchmarkWarmExec ./bench`.")
