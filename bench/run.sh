@@ -83,9 +83,10 @@ go test -run X -bench 'BenchmarkWarmExec|BenchmarkMemoryPerSandbox' -benchtime 2
 WARM=$(awk '/BenchmarkWarmExec/ {print $3/1e6}' "$OUT/gobench.txt")
 LIB_PER=$(awk '/BenchmarkMemoryPerSandbox/ {for (i=1;i<=NF;i++) if ($i=="MB/sandbox") print $(i-1)}' "$OUT/gobench.txt")
 
-echo "== where the time goes: 20 verbose runs"
-: > "$OUT/steps.txt"
-for i in $(seq 20); do "$WARD" run --sandbox-log=verbose -- /bin/true 2>>"$OUT/steps.txt"; done
+echo "== where the time goes: setup_ms of 20 runs, and one verbose run for the steps' order and sides"
+: > "$OUT/steps.jsonl"
+for i in $(seq 20); do "$WARD" run --json -- /bin/true >>"$OUT/steps.jsonl"; done
+"$WARD" run --sandbox-log=verbose -- /bin/true 2>"$OUT/steps.txt"
 
 python3 bench/report.py "$OUT" "$TP_WARD" "$TP_BWRAP" "$RSS_ONE" "$CLI_PER" "$LIB_PER" "$WARM" > docs/benchmarks.md
 cat docs/benchmarks.md

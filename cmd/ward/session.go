@@ -430,11 +430,15 @@ func newStopCmd() *cobra.Command {
 			if err := call(name, sessionRequest{Op: "stop"}, nil, &out); err != nil {
 				return &exitError{code: ward.ExitSetup, msg: err.Error()}
 			}
-			for i := 0; i < 200; i++ { // until the supervisor has cleaned up and gone
-				if syscall.Kill(pid, 0) != nil {
+			// Until the supervisor has cleaned up: it removes the state
+			// directory last, after the sandbox and its cgroup are gone. (Its
+			// pid alone would not do: as a zombie waiting for its parent to
+			// reap it, it still answers kill(pid, 0).)
+			for i := 0; i < 2000; i++ {
+				if _, err := os.Stat(stateOf(name)); os.IsNotExist(err) || syscall.Kill(pid, 0) != nil {
 					return nil
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(time.Millisecond)
 			}
 			return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("stop: the supervisor of %q (pid %d) is still running", name, pid)}
 		},
