@@ -11,29 +11,31 @@ import (
 )
 
 // layeredFlags are the flags a config file or profile can also set, and
-// how to take each from the flags' config: they win only when given.
-var layeredFlags = map[string]struct {
-	key  string
-	copy func(dst *ward.Config, src ward.Config)
+// how to take each from the flags' config: they win only when given. A
+// slice, not a map: a map literal is built at every start of the binary,
+// the sandbox's init included (issue 9).
+var layeredFlags = []struct {
+	flag, key string
+	copy      func(dst *ward.Config, src ward.Config)
 }{
-	"time-limit":        {"time_limit", func(d *ward.Config, s ward.Config) { d.TimeLimit = s.TimeLimit }},
-	"cpu-time-limit":    {"cpu_time_limit", func(d *ward.Config, s ward.Config) { d.CPUTimeLimit = s.CPUTimeLimit }},
-	"memory-limit":      {"memory_limit", func(d *ward.Config, s ward.Config) { d.MemoryLimit = s.MemoryLimit }},
-	"cpu-limit":         {"cpu_limit", func(d *ward.Config, s ward.Config) { d.CPULimit = s.CPULimit }},
-	"file-descriptors":  {"file_descriptors", func(d *ward.Config, s ward.Config) { d.FileDescriptors = s.FileDescriptors }},
-	"processes":         {"processes", func(d *ward.Config, s ward.Config) { d.Processes = s.Processes }},
-	"max-file-size":     {"max_file_size", func(d *ward.Config, s ward.Config) { d.MaxFileSize = s.MaxFileSize }},
-	"max-files":         {"max_files", func(d *ward.Config, s ward.Config) { d.MaxFiles = s.MaxFiles }},
-	"network":           {"network", func(d *ward.Config, s ward.Config) { d.Network = s.Network }},
-	"allow-network":     {"allow_network", func(d *ward.Config, s ward.Config) { d.AllowNetwork = s.AllowNetwork }},
-	"deny-network":      {"deny_patterns (network)", func(d *ward.Config, s ward.Config) { d.DenyNetwork = s.DenyNetwork }},
-	"allow-port":        {"allow_ports", func(d *ward.Config, s ward.Config) { d.AllowPorts = s.AllowPorts }},
-	"block-internal":    {"block_internal", func(d *ward.Config, s ward.Config) { d.AllowInternal = s.AllowInternal }},
-	"network-max-bytes": {"max_bytes", func(d *ward.Config, s ward.Config) { d.NetworkMaxBytes = s.NetworkMaxBytes }},
-	"allow-read":        {"allow_read", func(d *ward.Config, s ward.Config) { d.AllowRead = s.AllowRead }},
-	"allow-write":       {"allow_write", func(d *ward.Config, s ward.Config) { d.AllowWrite = s.AllowWrite }},
-	"deny-pattern":      {"deny_patterns (filesystem)", func(d *ward.Config, s ward.Config) { d.DenyPatterns = s.DenyPatterns }},
-	"seccomp":           {"seccomp", func(d *ward.Config, s ward.Config) { d.Seccomp = s.Seccomp }},
+	{"time-limit", "time_limit", func(d *ward.Config, s ward.Config) { d.TimeLimit = s.TimeLimit }},
+	{"cpu-time-limit", "cpu_time_limit", func(d *ward.Config, s ward.Config) { d.CPUTimeLimit = s.CPUTimeLimit }},
+	{"memory-limit", "memory_limit", func(d *ward.Config, s ward.Config) { d.MemoryLimit = s.MemoryLimit }},
+	{"cpu-limit", "cpu_limit", func(d *ward.Config, s ward.Config) { d.CPULimit = s.CPULimit }},
+	{"file-descriptors", "file_descriptors", func(d *ward.Config, s ward.Config) { d.FileDescriptors = s.FileDescriptors }},
+	{"processes", "processes", func(d *ward.Config, s ward.Config) { d.Processes = s.Processes }},
+	{"max-file-size", "max_file_size", func(d *ward.Config, s ward.Config) { d.MaxFileSize = s.MaxFileSize }},
+	{"max-files", "max_files", func(d *ward.Config, s ward.Config) { d.MaxFiles = s.MaxFiles }},
+	{"network", "network", func(d *ward.Config, s ward.Config) { d.Network = s.Network }},
+	{"allow-network", "allow_network", func(d *ward.Config, s ward.Config) { d.AllowNetwork = s.AllowNetwork }},
+	{"deny-network", "deny_patterns (network)", func(d *ward.Config, s ward.Config) { d.DenyNetwork = s.DenyNetwork }},
+	{"allow-port", "allow_ports", func(d *ward.Config, s ward.Config) { d.AllowPorts = s.AllowPorts }},
+	{"block-internal", "block_internal", func(d *ward.Config, s ward.Config) { d.AllowInternal = s.AllowInternal }},
+	{"network-max-bytes", "max_bytes", func(d *ward.Config, s ward.Config) { d.NetworkMaxBytes = s.NetworkMaxBytes }},
+	{"allow-read", "allow_read", func(d *ward.Config, s ward.Config) { d.AllowRead = s.AllowRead }},
+	{"allow-write", "allow_write", func(d *ward.Config, s ward.Config) { d.AllowWrite = s.AllowWrite }},
+	{"deny-pattern", "deny_patterns (filesystem)", func(d *ward.Config, s ward.Config) { d.DenyPatterns = s.DenyPatterns }},
+	{"seccomp", "seccomp", func(d *ward.Config, s ward.Config) { d.Seccomp = s.Seccomp }},
 }
 
 // findConfigFile is --config, else ./ward.toml, else /etc/ward/ward.toml,
@@ -82,10 +84,10 @@ func layer(fromFlags ward.Config, fl *pflag.FlagSet, configFlag, profile string)
 	}
 	prof.Apply(&cfg, explain)
 	cfg.Profile = profile
-	for name, f := range layeredFlags {
-		if fl.Changed(name) {
+	for _, f := range layeredFlags {
+		if fl.Changed(f.flag) {
 			f.copy(&cfg, fromFlags)
-			explain[f.key] = "flag --" + name
+			explain[f.key] = "flag --" + f.flag
 		}
 	}
 	return cfg, explain, cfg.Validate()

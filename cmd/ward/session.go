@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -29,10 +30,10 @@ import (
 // only): its supervisor's pid and the unix socket `ward exec` talks to.
 var StateDir = "/run/ward"
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`) })
 
 func checkName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("--name=%s: want [a-z0-9][a-z0-9_.-]{0,62}", name)
 	}
 	return nil
@@ -450,7 +451,7 @@ func cleanStates() []string {
 	entries, _ := os.ReadDir(StateDir)
 	var removed []string
 	for _, e := range entries {
-		if !e.IsDir() || !nameRE.MatchString(e.Name()) {
+		if !e.IsDir() || !nameRE().MatchString(e.Name()) {
 			continue // not a sandbox's (the seccomp cache is .seccomp)
 		}
 		if _, ok := alive(e.Name()); ok {
