@@ -108,6 +108,29 @@ func TestRunExitStatusMapping(t *testing.T) {
 		{name: "missing command name gives 127", args: []string{"ward-no-such-command-8c1f"}, exit: 127},
 		{name: "missing command path gives 127", args: []string{"/nonexistent/ward-no-such-command"}, exit: 127},
 		{name: "args after command go to the command", args: []string{"echo", "--frobnicate", "--json"}, exit: 0, stdoutEq: str("--frobnicate --json")},
+		// The program's process reports with write(2), which every policy
+		// allows: a missing command is still named under the strict one.
+		{name: "missing command under strict seccomp gives 127 and says so", args: []string{"--seccomp=strict", "ward-no-such-command-8c1f"},
+			exit: 127, stderrHas: []string{"ward-no-such-command-8c1f: command not found"}},
+		{name: "empty PATH entry is the working directory", args: []string{"--env=PATH=:/usr/bin", "--workdir=/usr/bin", "true"}, exit: 0},
+		{name: "over-long command name gives 126", args: []string{strings.Repeat("x", 4350)}, exit: 126},
+		// 300 KB of arguments do not fit the early child's socket: the init
+		// forks another program process instead.
+		{name: "arguments larger than the config socket still run", args: []string{"sh", "-c", `echo "$#"`, "sh",
+			strings.Repeat("a", 100000), strings.Repeat("b", 100000), strings.Repeat("c", 100000)}, exit: 0, stdoutEq: str("3")},
+	})
+}
+
+// TestRunVerboseSeccompListener: in verbose mode the seccomp listener goes
+// from the program's process to the init before exec, under every policy
+// and however few file descriptors the program may have.
+func TestRunVerboseSeccompListener(t *testing.T) {
+	runCases(t, []runCase{
+		{name: "strict policy", args: []string{"--seccomp=strict", "--sandbox-log=verbose", "--time-limit=20s", "true"}, exit: 0,
+			stderrHas: []string{"[SANDBOX] Exit: 0"}, maxElapsed: 15 * time.Second},
+		{name: "default policy counts a denial", args: []string{"--sandbox-log=verbose", "--time-limit=20s", "sh", "-c", "unshare -r true; exit 0"}, exit: 0,
+			stderrHas: []string{"[SANDBOX] Syscall denied: unshare (EPERM) x1"}},
+		{name: "four file descriptors", args: []string{"--sandbox-log=verbose", "--file-descriptors=4", "true"}, exit: 0},
 	})
 }
 

@@ -129,8 +129,8 @@ func (p *proc) runSteps(steps []step) {
 }
 
 // RunInit is the sandbox init. It never returns: it exits 0 after reporting
-// the program's end, 71 after reporting a setup failure, 127 when the
-// program cannot be executed.
+// the program's end, and 71 after reporting a setup failure or a program
+// that could not be executed (the parent maps that one to 126 or 127).
 func RunInit() {
 	start := monoUs()
 	// Name the init for ps inside and on the host ("exe" otherwise).
@@ -265,7 +265,7 @@ func (p *proc) serveSession() {
 	go func() {
 		buf, oob := make([]byte, 1<<20), make([]byte, unix.CmsgSpace(3*4))
 		for {
-			n, oobn, _, _, err := unix.Recvmsg(p.spec.ExecFD, buf, oob, 0)
+			n, oobn, _, _, err := unix.Recvmsg(p.spec.ExecFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 			if err == unix.EINTR {
 				continue
 			}
@@ -423,9 +423,10 @@ func reapOne() (int, *Exit, bool) {
 	}
 }
 
+// envPath is the PATH the program's getenv will see: the first.
 func envPath(env []string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], "PATH="); ok {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
 			return v
 		}
 	}

@@ -50,16 +50,17 @@ type Options struct {
 
 // Sandbox is a started init, seen from the parent.
 type Sandbox struct {
-	session bool
-	execCtl *os.File
-	execMu  sync.Mutex
-	waiters map[int]chan Msg
-	cmd     *exec.Cmd
-	conn    *os.File
-	msgs    chan Msg
-	waited  chan struct{}
-	exit    *Exit
-	cloned  int64 // monoUs when the init's exec was done
+	session  bool
+	execCtl  *os.File
+	execMu   sync.Mutex
+	waiters  map[int]chan Msg
+	cmd      *exec.Cmd
+	conn     *os.File
+	msgs     chan Msg
+	waited   chan struct{}
+	waitOnce sync.Once
+	exit     *Exit
+	cloned   int64 // monoUs when the init's exec was done
 	// Steps are the setup step timings: the clone's here, the init's once
 	// ready, the program's process's once started.
 	Steps []StepTime
@@ -270,13 +271,13 @@ func (sb *Sandbox) Wait() (*Exit, error) {
 			sb.exit = m.Exit
 		}
 	}
-	select {
-	case <-sb.waited:
-	default:
+	// Concurrent callers: one reaps, the others wait for it.
+	sb.waitOnce.Do(func() {
 		_ = sb.cmd.Wait()
 		sb.conn.Close()
 		close(sb.waited)
-	}
+	})
+	<-sb.waited
 	ex := sb.exit
 	if ex == nil {
 		return nil, fmt.Errorf("%w (init: %v)", ErrNoExit, sb.cmd.ProcessState)

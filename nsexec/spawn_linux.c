@@ -15,11 +15,15 @@
 // overlaps the init's own work.
 //
 // The child reports over report_fd (a SOCK_SEQPACKET socket, CLOEXEC), one
-// struct ward_report per message: "timings" right before exec; "error"
-// (the step that failed, its errno and a detail such as the fd) or
-// "exec_error" when it could not exec; with a seccomp listener, "listener"
-// carries its fd (SCM_RIGHTS). A successful exec closes the socket: the
-// init reads EOF.
+// struct ward_report per write(2) (allowed by every policy, so a report
+// still goes out after the filter is loaded): "timings" right before exec;
+// "error" (the step that failed, its errno and a detail such as the fd) or
+// "exec_error" when it could not exec. With a seccomp listener, "listener"
+// names its fd number and the child waits for one byte: the init takes the
+// fd with pidfd_getfd meanwhile (sendmsg may be the very call the new filter
+// hands to the listener nobody serves yet). A successful exec closes the
+// socket: the init reads EOF after "timings"; EOF before it means the child
+// died before exec.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -65,21 +69,10 @@ struct ksigaction {
 	uint64_t mask;
 };
 
-static void report(struct ward_gate *g, struct ward_report *r, int fd) {
-	struct iovec iov = {.iov_base = r, .iov_len = sizeof(*r)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	if (fd >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	sys(SYS_sendmsg, g->report_fd, (long)&mh, MSG_NOSIGNAL, 0, 0);
+static void report(int fd, struct ward_report *r) {
+	long n;
+	do n = sys(SYS_write, fd, (long)r, sizeof(*r), 0, 0);
+	while (n == -EINTR);
 }
 
 static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_report *r, int kind, int step, long err, long detail) {
@@ -87,9 +80,30 @@ static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_repo
 	r->step = step;
 	r->err = (int32_t)-err;
 	r->detail = detail;
-	report(g, r, -1);
+	report(g->report_fd, r);
 	sys(SYS_exit_group, kind == WARD_REPORT_EXEC_ERROR ? 127 : 71, 0, 0, 0, 0);
 	__builtin_unreachable();
+}
+
+// close_all_but closes every fd from 3 up but those in keep (n of them).
+static long close_all_but(int *keep, int n) {
+	// Sort the few fds to keep, then close the gaps between them.
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int x = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = x;
+		}
+	unsigned int from = 3;
+	for (int i = 0; i < n; i++) {
+		if (keep[i] < (int)from) continue;
+		if (keep[i] > (int)from) {
+			long e = sys(SYS_close_range, from, keep[i] - 1, 0, 0, 0);
+			if (e < 0) return e;
+		}
+		from = keep[i] + 1;
+	}
+	return sys(SYS_close_range, from, ~0U, 0, 0, 0);
 }
 
 #define STEP(n) r.us[(n)] = now_us() - t
@@ -107,13 +121,20 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	int64_t t = now_us();
 
 	// Standard streams first (through fds above any of 0-2, in case they
-	// overlap), then everything else is closed at exec.
+	// overlap), then every other fd is closed but the few this process
+	// still needs: nothing of the init's (another command's stdio, another
+	// process's report socket) stays open here, and a low RLIMIT_NOFILE
+	// still leaves room for the seccomp listener.
 	if (g->stdio[0] >= 0) {
 		int tmp[3];
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, tmp[i] = sys(SYS_fcntl, g->stdio[i], F_DUPFD_CLOEXEC, 10, 0, 0), i);
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, sys(SYS_dup3, tmp[i], i, 0, 0, 0), i);
 	}
-	CHECK(WARD_STEP_STDIO, sys(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC, 0, 0), 3);
+	int keep[WARD_MAX_CGROUPS + 2], nkeep = 0;
+	for (int i = 0; i < g->ncgroup; i++) keep[nkeep++] = g->cgroup_fds[i];
+	if (g->wait_fd >= 0) keep[nkeep++] = g->wait_fd;
+	keep[nkeep++] = g->report_fd;
+	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
 	// The Go runtime's handlers mean nothing here: default dispositions
 	// (an ignored SIGXFSZ when there is a file size limit).
 	for (int s = 1; s < 65; s++) {
@@ -122,8 +143,10 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		if (s == SIGXFSZ && g->ignore_xfsz) sa.handler = SIG_IGN;
 		sys(SYS_rt_sigaction, s, (long)&sa, 0, 8, 0);
 	}
-	if (g->setsid) CHECK(WARD_STEP_SESSION, sys(SYS_setsid, 0, 0, 0, 0, 0), 0);
 	STEP(WARD_STEP_STDIO);
+	t = now_us();
+	if (g->setsid) CHECK(WARD_STEP_SESSION, sys(SYS_setsid, 0, 0, 0, 0, 0), 0);
+	STEP(WARD_STEP_SESSION);
 
 	if (early && early->err) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CGROUP, -early->err, early->detail);
 	if (!early) {
@@ -139,6 +162,9 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		while (n == -EINTR);
 		if (n != 1) sys(SYS_exit_group, 71, 0, 0, 0, 0); // the init gave up: it reports why
 	}
+	// Only the report socket from here on (all close on exec).
+	keep[0] = g->report_fd;
+	CHECK(WARD_STEP_STDIO, close_all_but(keep, 1), -3);
 
 	t = now_us();
 	struct rlimit rl = {g->nofile, g->nofile};
@@ -222,9 +248,17 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		if (g->notify) {
 			long fd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, (long)&prog, 0, 0);
 			if (fd < 0) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, fd, i);
-			struct ward_report l = {.kind = WARD_REPORT_LISTENER};
-			report(g, &l, (int)fd);
+			// The init takes the fd (pidfd_getfd) and answers one byte;
+			// read and write are allowed outright by every policy.
+			struct ward_report l = {.kind = WARD_REPORT_LISTENER, .detail = fd};
+			report(g->report_fd, &l);
+			char ack;
+			long n;
+			do n = sys(SYS_read, g->report_fd, (long)&ack, 1, 0, 0);
+			while (n == -EINTR);
 			sys(SYS_close, fd, 0, 0, 0, 0);
+			if (n != 1) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPIPE, i);
+			if (ack != 1) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPERM, i);
 		} else {
 			CHECK(WARD_STEP_SECCOMP, sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0), i);
 		}
@@ -232,14 +266,16 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	STEP(WARD_STEP_SECCOMP);
 
 	r.kind = WARD_REPORT_TIMINGS;
-	report(g, &r, -1);
+	report(g->report_fd, &r);
 	// The mask survives exec: unblock what ward_spawn blocked.
 	uint64_t none = 0;
 	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
 
-	// As a shell finds a command: a name with a slash as is, else each
-	// directory of PATH; EACCES when it was found only without execute
-	// permission, ENOENT when nowhere.
+	// As a shell finds a command (glibc's execvp): a name with a slash as
+	// is, else each directory of PATH (an empty one is "."); EACCES when it
+	// was found only without execute permission, ENOENT when nowhere.
+	// ENOEXEC is an error (no /bin/sh fallback).
+	if (g->file[0] == 0) fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, -ENOENT, 0);
 	if (strchr(g->file, '/')) {
 		long e = sys(SYS_execve, (long)g->file, (long)g->argv, (long)g->envp, 0, 0);
 		fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
@@ -248,25 +284,28 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	size_t flen = strlen(g->file);
 	for (const char *p = g->path;;) {
 		const char *end = strchrnul(p, ':');
+		const char *dir = p;
 		size_t dlen = end - p;
+		if (dlen == 0) dir = ".", dlen = 1;
+		long e = -ENAMETOOLONG;
 		if (dlen + 1 + flen + 1 <= sizeof(buf)) {
-			if (dlen == 0) buf[0] = '.', dlen = 1;
-			else memcpy(buf, p, dlen);
+			memcpy(buf, dir, dlen);
 			buf[dlen] = '/';
 			memcpy(buf + dlen + 1, g->file, flen + 1);
-			long e = sys(SYS_execve, (long)buf, (long)g->argv, (long)g->envp, 0, 0);
-			switch (e) {
-			case -EACCES:
-				denied = 1;
-				break;
-			case -ENOENT:
-			case -ENOTDIR:
-			case -ELOOP:
-			case -ENAMETOOLONG:
-				break;
-			default:
-				fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
-			}
+			e = sys(SYS_execve, (long)buf, (long)g->argv, (long)g->envp, 0, 0);
+		}
+		switch (e) {
+		case -EACCES:
+			denied = 1;
+			break;
+		case -ENOENT:
+		case -ESTALE:
+		case -ENOTDIR:
+		case -ENODEV:
+		case -ETIMEDOUT:
+			break;
+		default:
+			fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
 		}
 		if (*end == 0) break;
 		p = end + 1;
@@ -306,6 +345,17 @@ struct packed {
 	int32_t argc, envc;
 };
 
+// take_str returns the NUL-terminated string at *p and moves past it, or
+// NULL when no NUL comes before end.
+static const char *take_str(char **p, char *end) {
+	if (*p >= end) return NULL;
+	char *nul = memchr(*p, 0, end - *p);
+	if (!nul) return NULL;
+	const char *s = *p;
+	*p = nul + 1;
+	return s;
+}
+
 static void __attribute__((noreturn)) early_child(int fd, int ncg) {
 	struct ward_report r;
 	memset(&r, 0, sizeof(r));
@@ -321,47 +371,53 @@ static void __attribute__((noreturn)) early_child(int fd, int ncg) {
 	r.us[WARD_STEP_CGROUP] = now_us() - t;
 
 	// The config: its size first (MSG_PEEK|MSG_TRUNC), then the message.
+	// Until it is read, a failure has no config to report it with; after
+	// that, every failure is reported (step "fork-program").
 	long n;
 	char probe;
 	do n = sys(SYS_recvfrom, fd, (long)&probe, 1, MSG_PEEK | MSG_TRUNC, 0);
 	while (n == -EINTR);
-	if (n < (long)sizeof(struct packed)) _exit(0); // EOF: no program (the init failed, or a session)
-	char *buf = malloc(n + 1);
-	if (!buf) _exit(71);
+	if (n == 0) _exit(0); // EOF: no program (the init failed first, or it forks another)
+	struct ward_gate bad = {.report_fd = fd};
+	if (n < 0) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, n, 0);
+	if (n < (long)sizeof(struct packed)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, n);
+	char *buf = malloc(n);
+	if (!buf) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, n);
 	long got;
 	do got = sys(SYS_recvfrom, fd, (long)buf, n, 0, 0);
 	while (got == -EINTR);
-	if (got != n) _exit(71);
-	buf[n] = 0;
+	if (got != n) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, got < 0 ? got : -EBADMSG, got);
 	struct packed *pk = (struct packed *)buf;
 	struct ward_gate *g = &pk->g;
-	char *p = buf + sizeof(*pk), *end = buf + n;
-	for (int i = 0; i < g->nfilters && i < WARD_MAX_FILTERS; i++) {
-		g->filters[i] = p;
-		p += (size_t)g->filter_len[i] * 8;
-	}
-	if (p > end) _exit(71);
-	const char **strs[3] = {&g->dir, &g->file, &g->path};
-	for (int i = 0; i < 3; i++) {
-		*strs[i] = p;
-		p += strnlen(p, end - p) + 1;
-	}
-	char **argv = calloc(pk->argc + 1, sizeof(char *)), **envp = calloc(pk->envc + 1, sizeof(char *));
-	if (!argv || !envp) _exit(71);
-	for (int i = 0; i < pk->argc && p < end; i++) {
-		argv[i] = p;
-		p += strnlen(p, end - p) + 1;
-	}
-	for (int i = 0; i < pk->envc && p < end; i++) {
-		envp[i] = p;
-		p += strnlen(p, end - p) + 1;
-	}
-	if (p > end + 1 || !argv[0]) _exit(71);
-	g->argv = argv;
-	g->envp = envp;
 	g->report_fd = fd;
 	g->wait_fd = -1;
 	g->ncgroup = 0;
+	g->dir = g->file = g->path = NULL;
+	g->argv = g->envp = NULL;
+	for (int i = 0; i < WARD_MAX_FILTERS; i++) g->filters[i] = NULL;
+	// Everything the message says is checked against its size.
+	char *p = buf + sizeof(*pk), *end = buf + n;
+	if (g->nfilters < 0 || g->nfilters > WARD_MAX_FILTERS || pk->argc < 1 || pk->envc < 0 || pk->argc > (1 << 20) ||
+	    pk->envc > (1 << 20))
+		fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 1);
+	for (int i = 0; i < g->nfilters; i++) {
+		size_t len = (size_t)g->filter_len[i] * 8;
+		if (len == 0 || len > (size_t)(end - p)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 2);
+		g->filters[i] = p;
+		p += len;
+	}
+	const char **strs[3] = {&g->dir, &g->file, &g->path};
+	for (int i = 0; i < 3; i++)
+		if (!(*strs[i] = take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 3);
+	char **argv = calloc((size_t)pk->argc + 1, sizeof(char *)), **envp = calloc((size_t)pk->envc + 1, sizeof(char *));
+	if (!argv || !envp) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, 4);
+	for (int i = 0; i < pk->argc; i++)
+		if (!(argv[i] = (char *)take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 5);
+	for (int i = 0; i < pk->envc; i++)
+		if (!(envp[i] = (char *)take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 6);
+	if (p != end) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 7);
+	g->argv = argv;
+	g->envp = envp;
 	child(g, &r);
 }
 

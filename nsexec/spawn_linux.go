@@ -25,7 +25,7 @@ import (
 var gateSteps = [C.WARD_NSTEPS]string{
 	"set-stdio", "new-session", "enter-cgroup", "set-rlimits", "enter-cgroup-namespace",
 	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
-	"no-new-privs", "enter-workdir", "seccomp", "exec",
+	"no-new-privs", "enter-workdir", "seccomp", "exec", "fork-program",
 }
 
 // gate is the program's process until it execs the program.
@@ -185,26 +185,36 @@ func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
 		rep      C.struct_ward_report
 		steps    []StepTime
 		listener *seccomp.Listener
+		timed    bool
 	)
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&rep)), C.sizeof_struct_ward_report)
-	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(g.report, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, err := unix.Read(g.report, buf)
 		if err == unix.EINTR {
 			continue
 		}
-		if err != nil || n == 0 {
+		if err == nil && n == 0 && timed {
 			return nil, steps, listener // exec closed the socket
+		}
+		if err != nil || n == 0 {
+			// It died before exec without a word: killed, most likely.
+			return &Msg{Type: MsgError, Step: "exec", Message: fmt.Sprintf("the program's process ended before it could exec %s (read: %v)", spec.Args[0], err)}, steps, listener
 		}
 		switch rep.kind {
 		case C.WARD_REPORT_LISTENER:
-			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
-				if rights, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(rights) > 0 {
-					listener = seccomp.NewListener(rights[0], seccomp.Builtin(spec.SeccompNotify))
-					go listener.Serve()
-				}
+			// Take the listener out of the child (it waits for the answer):
+			// 1 when the init has it, 0 when not (the child then fails).
+			ok := byte(0)
+			if fd, err := takeFd(g.pid, int(rep.detail)); err == nil {
+				listener = seccomp.NewListener(fd, seccomp.Builtin(spec.SeccompNotify))
+				go listener.Serve()
+				ok = 1
+			}
+			if _, err := unix.Write(g.report, []byte{ok}); err != nil {
+				return errMsg("seccomp", "answer the program's process", err), steps, listener
 			}
 		case C.WARD_REPORT_TIMINGS:
+			timed = true
 			for i := 0; i < C.WARD_STEP_EXEC; i++ {
 				steps = append(steps, StepTime{Step: gateSteps[i], Us: int64(rep.us[i]), Side: "program"})
 			}
@@ -214,6 +224,17 @@ func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
 			return gateError(spec, int(rep.step), syscall.Errno(rep.err), int64(rep.detail)), steps, listener
 		}
 	}
+}
+
+// takeFd duplicates fd of process pid into this one (pidfd_getfd: the init
+// may, it holds CAP_SYS_PTRACE in the sandbox's user namespace).
+func takeFd(pid, fd int) (int, error) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pidfd)
+	return unix.PidfdGetfd(pidfd, fd, 0)
 }
 
 // gateError says what a step of spawn_linux.c was doing when it failed.
@@ -226,6 +247,11 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 	switch step {
 	case C.WARD_STEP_STDIO:
 		what = fmt.Sprintf("set up fd %d", detail)
+		if detail < 0 {
+			what = "close the inherited fds"
+		}
+	case C.WARD_STEP_FORK:
+		what = fmt.Sprintf("take the config (detail %d)", detail)
 	case C.WARD_STEP_SESSION:
 		what = "setsid"
 	case C.WARD_STEP_CGROUP:
@@ -252,6 +278,9 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 		what, m.Path = "chdir "+spec.Dir, spec.Dir
 	case C.WARD_STEP_SECCOMP:
 		what = fmt.Sprintf("seccomp filter %d of %d", detail+1, len(spec.Seccomp))
+		if spec.SeccompNotify != "" && errno == syscall.EPERM {
+			what += ": the init could not take the listener (pidfd_getfd; is ptrace forbidden here, Yama ptrace_scope 3?)"
+		}
 	}
 	m.Message = fmt.Sprintf("%s: %v%s", what, errno, hint)
 	return m

@@ -16,6 +16,7 @@ enum {
 	WARD_STEP_WORKDIR,
 	WARD_STEP_SECCOMP,
 	WARD_STEP_EXEC,
+	WARD_STEP_FORK, // the early child could not take its config
 	WARD_NSTEPS
 };
 
