@@ -36,8 +36,14 @@ for line in open(os.path.join(out, "steps.txt")):
     if m:
         order.append((m.group(1), m.group(3)))
 steps, totals = {}, []
-for line in open(os.path.join(out, "steps.jsonl")):
-    setup = json.loads(line).get("setup_ms") or {}
+text, dec, at = open(os.path.join(out, "steps.json")).read(), json.JSONDecoder(), 0
+results = []
+while text[at:].strip():
+    at += len(text[at:]) - len(text[at:].lstrip())
+    obj, at = dec.raw_decode(text, at)
+    results.append(obj)
+for res in results:
+    setup = res.get("setup_ms") or {}
     totals.append(setup.get("total", 0))
     for key in order:
         if key[0] in setup:
