@@ -112,21 +112,37 @@ def med(name):
     return 0.0
 
 
+def mx(name):
+    for key in order:
+        if key[0] == name:
+            return max(steps[key])
+    return 0.0
+
+
 print(f"""What remains, and why:
 
-- **`enter-cgroup`, the largest and the most variable.** Every write to `cgroup.procs` takes the cgroup core's global
-  threadgroup lock for writing; when that lock has been idle the kernel first waits an RCU grace period
-  (`rcu_sync_enter` -> `synchronize_rcu`, seen in `perf record -e sched:sched_switch -g`). On this machine that is 5 to
-  16 ms (the `enter-cgroup` row), and bubblewrap, which makes no cgroup, pays none of it. ward forks the program's process first thing in
-  the init, before the init's Go runtime starts, so the wait overlaps everything else, and it is short when another
-  migration happened just before (warm `Exec`s, or sandboxes started side by side). CLONE_INTO_CGROUP (cgroup v2
-  only) would avoid the lock, but only for a process cloned by one allowed to write the target cgroup: the init,
-  unprivileged on the host, is not. `echo 1 > /sys/kernel/rcu_expedited` would shorten the wait machine-wide;
+- **`enter-cgroup`: {med("enter-cgroup"):.3f} ms at the median here, {mx("enter-cgroup"):.1f} ms at worst.** Every write to
+  `cgroup.procs` takes the cgroup core's global threadgroup lock for writing; when that lock has been idle the kernel
+  first waits an RCU grace period (`rcu_sync_enter` -> `synchronize_rcu`, seen in `perf record -e sched:sched_switch -g`),
+  several milliseconds on this machine. Runs that follow one another closely, as in these measurements, find the lock still
+  warm; a sandbox started after a quiet spell pays the wait (the max column). bubblewrap makes no cgroup and never
+  pays it. ward forks the program's process first thing in the init, before the init's Go runtime starts, so the wait
+  overlaps everything else. CLONE_INTO_CGROUP (cgroup v2 only) avoids the lock, but only for a process cloned by one
+  allowed to write the target cgroup; the init, unprivileged on the host, is not, and in the v2 VM the wait is
+  already hidden behind the init's start. `echo 1 > /sys/kernel/rcu_expedited` would shorten the wait machine-wide;
   ward does not change it (docs/limits.md).
 - **Two Go runtime starts per sandbox**: ward's own, and the init's (`start-init`, {med("start-init"):.2f} ms here;
   part of it is static glibc's start-up, whose `cpuid` instructions trap to the hypervisor on this VM). The program's
   process is not a third: it is C (nsexec/spawn_linux.c).
-- **`clone-init`**: the clone into six new namespaces, the uid/gid maps, and the exec of ward's 12 MB binary.
+- **`clone-init`** ({med("clone-init"):.2f} ms): the clone into six new namespaces, the uid/gid maps, and the exec of
+  ward's 12 MB binary.
+- **Outside the setup**: ward's own start before the launch (its Go runtime, as the init's), the program, and after
+  it the teardown: the init's exit and the PID namespace's end, the cgroup's figures, its kill and removal.
+- **CPU per sandbox, hence the throughput**: two Go processes (their runtime starts, page faults in a VM) and the
+  kernel's namespace work (a network namespace is made and torn down each time, as by bubblewrap).
+- **Memory of the CLI's long-lived sandboxes**: each `ward start` keeps a supervisor process of its own (a Go
+  runtime, about as much again as the init), so that a supervisor's failure ends its sandbox only. A program that
+  holds many sandboxes uses the library (`ward.Start`), where the caller's process is the supervisor.
 - **Seccomp**: the dd loop costs the same with a filter that allows everything as with the default policy, so the
   remaining overhead is the kernel's for any filter (the syscall slow path), not ward's policy.
 """)
