@@ -374,6 +374,11 @@ func supervise(ctx context.Context, cfg Config, sb *nsexec.Sandbox, cg cgroup.Ma
 			sv.wall = time.Since(tStart)
 			return sv
 		case sig := <-sigs:
+			if cfg.TTY && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) {
+				// The terminal sent it to its whole foreground group, the
+				// program included: relayed, it would arrive twice.
+				continue
+			}
 			_ = sb.Signal(sig)
 		case <-tick.C:
 			sample()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -538,4 +539,51 @@ func TestRunBadFlagsExit2StartNothing(t *testing.T) {
 			t.Errorf("want exit 2 and a message on stderr\n%s", r)
 		}
 	})
+}
+
+// TestRunTTYInterruptReachesProgramOnce: with --tty the terminal's ^C goes
+// to the whole foreground process group (ward, its init and the program
+// alike): the program gets it from the terminal, once, and neither ward nor
+// the init relays it a second and a third time.
+func TestRunTTYInterruptReachesProgramOnce(t *testing.T) {
+	needRoot(t)
+	prog := `import signal, time
+n = 0
+def h(*a):
+    global n
+    n += 1
+signal.signal(signal.SIGINT, h)
+print("ready", flush=True)
+t = time.time()
+while time.time() - t < 1.5:
+    time.sleep(0.05)
+print("count", n, flush=True)`
+	driver := `import os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+while b"ready" not in out:
+    out += os.read(fd, 1024)
+time.sleep(0.2)
+os.write(fd, b"\x03")
+try:
+    while True:
+        b = os.read(fd, 1024)
+        if not b:
+            break
+        out += b
+except OSError:
+    pass
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.stdout.write("\nexit %d\n" % os.waitstatus_to_exitcode(status))`
+	cmd := exec.Command("python3", "-c", driver, wardBin, "run", "--tty", "--time-limit=20s", "--", "python3", "-c", prog)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pty driver: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "count 1") || !strings.Contains(string(out), "exit 0") {
+		t.Errorf("want the program to count one SIGINT and exit 0:\n%s", out)
+	}
 }

@@ -221,7 +221,14 @@ func (p *proc) forkProgram() error {
 // program started; then it supervises it.
 func (p *proc) runProgram() {
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, forwarded...)...)
+	relay := forwarded
+	if p.spec.TTY {
+		// The program shares the terminal's foreground group with ward
+		// and this init: ^C and ^\ reach it from the terminal itself.
+		relay = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
+		signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	}
+	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, relay...)...)
 	// The parent only ever closes its end: EOF means it died, and then the
 	// sandbox must end.
 	go func() {
