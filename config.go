@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -140,6 +141,15 @@ type Config struct {
 	Seccomp string
 	// Profile names the profile these values came from (for logs/reports).
 	Profile string
+	// Cwd is the directory the host paths above (and a seccomp profile
+	// file) are relative to; empty means this process's working directory.
+	// CallerEnv is the environment the sandbox's allow-listed variables
+	// (PATH, LANG, ..., WARD_*) are taken from; nil means this process's.
+	// A supervisor that starts sandboxes for other processes (ward start)
+	// sets both to theirs.
+	Cwd       string
+	CallerEnv []string
+
 	// TTY keeps the program in the caller's session so it can use the
 	// caller's terminal (job control, a controlling tty). Without it the
 	// program gets a session of its own and cannot inject keystrokes.
@@ -175,6 +185,12 @@ func (e *ConfigError) Error() string {
 
 // withDefaults returns c with empty fields set to the default profile's.
 func (c Config) withDefaults() Config {
+	if c.Cwd == "" {
+		c.Cwd, _ = os.Getwd()
+	}
+	if c.CallerEnv == nil {
+		c.CallerEnv = os.Environ()
+	}
 	if c.Workdir == "" {
 		c.Workdir = DefaultWorkdir
 	}

@@ -53,9 +53,9 @@ type hostMount struct {
 // *ConfigError naming the flag and value. With VirtualFS only the --mount
 // targets are added.
 func resolveMounts(cfg Config) ([]hostMount, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, &ConfigError{Key: "allow-read", Value: ".", Reason: "cannot know the current directory: " + err.Error()}
+	cwd := cfg.Cwd
+	if cwd == "" {
+		return nil, &ConfigError{Key: "allow-read", Value: ".", Reason: "cannot know the current directory"}
 	}
 	var out []hostMount
 	add := func(flag, value, src, dst string, rw, noexec bool) error {

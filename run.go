@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -77,12 +78,13 @@ func (l *launched) close() {
 // comes back with the launched sandbox, for Run to report.
 func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Result, err error) {
 	cfg = cfg.withDefaults()
+	cfg.Seccomp = seccompFile(cfg.Seccomp, cfg.Cwd)
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if cfg.OverlayKeep != "" {
 		cfg.Overlay = true
-		dir, err := checkKeepDir(cfg.OverlayKeep)
+		dir, err := checkKeepDir(cfg.OverlayKeep, cfg.Cwd)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -542,7 +544,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	}
 	spec := &nsexec.Spec{
 		Args:       cfg.Args,
-		Env:        sandboxEnv(cfg.Env, os.Environ(), home, cfg.Network == NetworkProxy),
+		Env:        sandboxEnv(cfg.Env, cfg.CallerEnv, home, cfg.Network == NetworkProxy),
 		Dir:        cfg.Workdir,
 		Hostname:   SandboxHostname,
 		Plan:       plan,
@@ -585,10 +587,22 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 	return seccomp.CompileFile(name)
 }
 
+// seccompFile makes a profile file's path absolute against cwd (the
+// built-in names stay as they are).
+func seccompFile(name, cwd string) string {
+	switch name {
+	case "", SeccompDefault, SeccompStrict, SeccompUnconfined:
+		return name
+	}
+	if filepath.IsAbs(name) || cwd == "" {
+		return name
+	}
+	return filepath.Join(cwd, name)
+}
+
 // checkKeepDir resolves the --overlay-keep directory: it must exist, be a
 // directory and be empty (so what is there afterwards is the overlay's).
-func checkKeepDir(dir string) (string, error) {
-	cwd, _ := os.Getwd()
+func checkKeepDir(dir, cwd string) (string, error) {
 	real, err := fs.ResolveSource(dir, cwd)
 	if err != nil {
 		return "", &ConfigError{Key: "overlay-keep", Value: dir, Reason: err.Error()}

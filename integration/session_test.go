@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,4 +139,87 @@ func TestStdioJSONProtocol(t *testing.T) {
 	if e, _ := got[5]["error"].(string); !strings.Contains(e, "no args") {
 		t.Errorf("empty args: %v", got[5])
 	}
+}
+
+// TestStartSharesOneSupervisorAndTakesTheCallersView: the CLI's long-lived
+// sandboxes share one supervisor, which goes with the last of them; each
+// sandbox still resolves relative paths in, and takes the environment of,
+// the `ward start` that made it (not the supervisor's: its cwd is /).
+func TestStartSharesOneSupervisorAndTakesTheCallersView(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "msg"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n1, n2 := sandboxName(), sandboxName()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	args := []string{"start", "--name=" + n1, "--allow-read=./data"}
+	cmd := wardCmd(ctx, opts{env: []string{"WARD_MARK=from-caller"}}, args)
+	cmd.Dir = dir
+	if r := runCmd(t, ctx, cmd, args); r.code != 0 {
+		t.Fatalf("start %s: %s", n1, r)
+	}
+	t.Cleanup(func() { run(t, opts{}, "stop", n1) })
+	if r := run(t, opts{}, "start", "--name="+n2); r.code != 0 {
+		t.Fatalf("start %s: %s", n2, r)
+	}
+	t.Cleanup(func() { run(t, opts{}, "stop", n2) })
+
+	pid1, pid2 := supervisorPid(t, n1), supervisorPid(t, n2)
+	if pid1 != pid2 {
+		t.Errorf("two supervisors (%d, %d), want one for both sandboxes", pid1, pid2)
+	}
+	if r := run(t, opts{}, "exec", n1, "--", "cat", filepath.Join(dir, "data", "msg")); strings.TrimSpace(r.stdout) != "hello" {
+		t.Errorf("--allow-read=./data not resolved in the caller's directory: %s", r)
+	}
+	if r := run(t, opts{}, "exec", n1, "--", "sh", "-c", "echo $WARD_MARK"); strings.TrimSpace(r.stdout) != "from-caller" {
+		t.Errorf("WARD_* not taken from the caller's environment: %s", r)
+	}
+	if r := run(t, opts{}, "stop", n1); r.code != 0 {
+		t.Fatalf("stop %s: %s", n1, r)
+	}
+	if r := run(t, opts{}, "exec", n2, "--", "true"); r.code != 0 {
+		t.Errorf("stopping one sandbox ended the other: %s", r)
+	}
+	if r := run(t, opts{}, "stop", n2); r.code != 0 {
+		t.Fatalf("stop %s: %s", n2, r)
+	}
+	for i := 0; i < 100 && running(pid1); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if running(pid1) {
+		t.Errorf("the supervisor %d outlived its last sandbox", pid1)
+	}
+}
+
+func supervisorPid(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile("/run/ward/" + name + "/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// running: the process exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
 }

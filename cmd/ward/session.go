@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,7 +28,8 @@ import (
 )
 
 // StateDir holds one directory per long-lived sandbox (mode 0700, root
-// only): its supervisor's pid and the unix socket `ward exec` talks to.
+// only): its supervisor's pid and the unix socket `ward exec` talks to;
+// .supervisor holds the supervisor's own socket.
 var StateDir = "/run/ward"
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`) })
@@ -99,10 +101,23 @@ func newStartCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, _, err := layer(fromFlags, cmd.Flags(), f.config, f.profile); err != nil {
+			cfg, _, err := layer(fromFlags, cmd.Flags(), f.config, f.profile)
+			if err != nil {
 				return err
 			}
-			return startSupervisor(name, os.Args[2:])
+			// The supervisor resolves paths and takes the environment as
+			// this process sees them, not as it does.
+			cfg.Cwd, err = os.Getwd()
+			if err != nil {
+				return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("start: the current directory: %v", err)}
+			}
+			cfg.CallerEnv = os.Environ()
+			cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.LogWriter = nil, nil, nil, nil
+			if err := startShared(name, cfg); err != nil {
+				return err
+			}
+			fmt.Println(name)
+			return nil
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
@@ -111,15 +126,100 @@ func newStartCmd() *cobra.Command {
 	return cmd
 }
 
-// startSupervisor runs `ward supervise ARGS...` detached (its own session,
-// no terminal) and waits until it says the sandbox is ready, or why not.
-func startSupervisor(name string, args []string) error {
+// One supervisor process holds every long-lived sandbox of the CLI: a
+// sandbox then costs its init and a little of the supervisor's heap, not a
+// Go runtime of its own (issue 9: memory per sandbox). It starts with the
+// first `ward start` and exits when its last sandbox stops. Each sandbox
+// keeps its own state directory and socket, so exec, ps and stop talk to
+// it as before. The price: killing the supervisor ends all of them.
+
+// supervisorDir holds the supervisor's socket and the lock that keeps two
+// `ward start`s from starting two supervisors.
+func supervisorDir() string { return filepath.Join(StateDir, ".supervisor") }
+
+type startRequest struct {
+	Name   string      `json:"name"`
+	Config ward.Config `json:"config"`
+}
+
+type startReply struct {
+	Error string `json:"error,omitempty"`
+	Code  int    `json:"code,omitempty"` // ward's exit status for Error
+	Retry bool   `json:"retry,omitempty"`
+}
+
+// startShared asks the supervisor (started if need be) to start sandbox
+// name with cfg.
+func startShared(name string, cfg ward.Config) error {
+	var last error
+	for attempt := 0; attempt < 5; attempt++ {
+		c, err := dialSupervisor()
+		if err != nil {
+			last = err
+			continue
+		}
+		var reply startReply
+		err = json.NewEncoder(c).Encode(startRequest{Name: name, Config: cfg})
+		if err == nil {
+			err = json.NewDecoder(c).Decode(&reply)
+		}
+		c.Close()
+		switch {
+		case err != nil:
+			last = fmt.Errorf("the supervisor went away: %w", err)
+		case reply.Retry:
+			last = errors.New(reply.Error)
+			time.Sleep(10 * time.Millisecond)
+		case reply.Error != "":
+			code := reply.Code
+			if code == 0 {
+				code = ward.ExitSetup
+			}
+			return &exitError{code: code, msg: reply.Error}
+		default:
+			return nil
+		}
+	}
+	return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("start: %v", last)}
+}
+
+// dialSupervisor connects to the supervisor, starting it first (under a
+// lock) when none answers.
+func dialSupervisor() (net.Conn, error) {
+	sock := filepath.Join(supervisorDir(), "sock")
+	if c, err := net.Dial("unix", sock); err == nil {
+		return c, nil
+	}
+	if err := os.MkdirAll(supervisorDir(), 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(supervisorDir(), "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	if c, err := net.Dial("unix", sock); err == nil {
+		return c, nil // another ward start started it meanwhile
+	}
+	if err := spawnSupervisor(); err != nil {
+		return nil, err
+	}
+	return net.Dial("unix", sock)
+}
+
+// spawnSupervisor runs `ward supervise` detached (its own session, no
+// terminal, cwd /) and waits until it listens.
+func spawnSupervisor() error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command("/proc/self/exe", append([]string{"supervise"}, args...)...)
+	cmd := exec.Command("/proc/self/exe", "supervise")
+	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{w} // fd 3: the readiness line
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -132,19 +232,16 @@ func startSupervisor(name string, args []string) error {
 	if strings.TrimSpace(line) != "ready" {
 		msg := strings.TrimSpace(strings.TrimPrefix(line, "error "))
 		if msg == "" {
-			msg = "the supervisor exited before the sandbox was ready"
+			msg = "the supervisor exited before it was ready"
 		}
-		return &exitError{code: ward.ExitSetup, msg: msg}
+		return errors.New(msg)
 	}
-	fmt.Println(name)
 	return nil
 }
 
 func newSuperviseCmd() *cobra.Command {
-	var f runFlags
-	var name string
-	cmd := &cobra.Command{
-		Use:    "supervise --name=NAME [run flags]",
+	return &cobra.Command{
+		Use:    "supervise",
 		Hidden: true, // run by `ward start`
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -153,78 +250,164 @@ func newSuperviseCmd() *cobra.Command {
 			_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name16[0])), 0, 0, 0)
 			ready := os.NewFile(3, "ready")
 			say := func(s string) { fmt.Fprintln(ready, s); ready.Close() }
-			fromFlags, err := f.toConfig([]string{"ward-session"})
-			if err == nil {
-				fromFlags, _, err = layer(fromFlags, cmd.Flags(), f.config, f.profile)
-			}
-			if err != nil {
-				say("error " + err.Error())
-				return err
-			}
-			return supervise(name, fromFlags, say)
+			return runSupervisor(say)
 		},
 	}
-	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&name, "name", "", "")
-	bindRunFlags(cmd.Flags(), &f)
-	return cmd
 }
 
-// supervise holds the sandbox and serves its socket until `ward stop`.
-func supervise(name string, cfg ward.Config, say func(string)) error {
-	cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.LogWriter = nil, nil, nil, nil
-	dir := stateOf(name)
-	if err := os.MkdirAll(StateDir, 0o700); err != nil {
-		say("error " + err.Error())
-		return err
-	}
-	_ = os.RemoveAll(dir) // a dead supervisor's (alive() said so)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		say("error " + err.Error())
-		return err
-	}
-	defer os.RemoveAll(dir)
-	sb, err := ward.Start(context.Background(), cfg)
+// supervisor holds the CLI's long-lived sandboxes.
+type supervisor struct {
+	mu       sync.Mutex
+	ln       net.Listener
+	sessions map[string]*session // nil value: being started
+	closing  bool
+}
+
+type session struct {
+	sb   *ward.Sandbox
+	stop chan struct{}
+}
+
+func runSupervisor(say func(string)) error {
+	sock := filepath.Join(supervisorDir(), "sock")
+	_ = os.Remove(sock) // a dead supervisor's: the lock says none runs
+	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		say("error " + err.Error())
 		return err
 	}
-	defer sb.Close()
-	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
-	if err != nil {
-		say("error " + err.Error())
-		return err
-	}
-	started := time.Now()
-	if err := os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		say("error " + err.Error())
-		return err
-	}
-	say("ready")
-	stop := make(chan struct{})
-	// SIGTERM, SIGINT, SIGHUP end the sandbox cleanly, as ward stop does.
+	s := &supervisor{ln: ln, sessions: map[string]*session{}}
+	// SIGTERM, SIGINT, SIGHUP end every sandbox cleanly, as ward stop does.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	go func() {
 		<-sigs
-		select {
-		case <-stop:
-		default:
-			close(stop)
+		s.mu.Lock()
+		for _, ss := range s.sessions {
+			if ss != nil {
+				closeOnce(ss.stop)
+			}
 		}
+		s.mu.Unlock()
 	}()
+	say("ready")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			// Closed by the last session's end: wait for nothing else.
+			select {}
+		}
+		go s.serveStart(c)
+	}
+}
+
+func closeOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// serveStart answers one startRequest.
+func (s *supervisor) serveStart(c net.Conn) {
+	defer c.Close()
+	var req startRequest
+	enc := json.NewEncoder(c)
+	if err := json.NewDecoder(c).Decode(&req); err != nil {
+		_ = enc.Encode(startReply{Error: "bad request: " + err.Error(), Code: ward.ExitUsage})
+		return
+	}
+	if err := checkName(req.Name); err != nil {
+		_ = enc.Encode(startReply{Error: err.Error(), Code: ward.ExitUsage})
+		return
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = enc.Encode(startReply{Error: "the supervisor is closing", Retry: true})
+		return
+	}
+	if _, taken := s.sessions[req.Name]; taken {
+		s.mu.Unlock()
+		_ = enc.Encode(startReply{Error: fmt.Sprintf("--name=%s: a sandbox of that name is running", req.Name), Code: ward.ExitUsage})
+		return
+	}
+	s.sessions[req.Name] = nil
+	s.mu.Unlock()
+
+	ss, err := s.start(req.Name, req.Config)
+	if err != nil {
+		code := ward.ExitSetup
+		var ce *ward.ConfigError
+		if errors.As(err, &ce) {
+			code = ward.ExitUsage
+		}
+		_ = enc.Encode(startReply{Error: err.Error(), Code: code})
+		c.Close()
+		s.forget(req.Name) // may end the supervisor: after the reply
+		return
+	}
+	s.mu.Lock()
+	s.sessions[req.Name] = ss
+	s.mu.Unlock()
+	_ = enc.Encode(startReply{})
+}
+
+// start makes sandbox name's state directory, starts it and serves its
+// socket until it is stopped; then it removes it all.
+func (s *supervisor) start(name string, cfg ward.Config) (*session, error) {
+	dir := stateOf(name)
+	_ = os.RemoveAll(dir) // a dead supervisor's (alive() said so)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	sb, err := ward.Start(context.Background(), cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
+	if err != nil {
+		sb.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ss := &session{sb: sb, stop: make(chan struct{})}
+	started := time.Now()
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go serveClient(c.(*net.UnixConn), sb, name, started, stop)
+			go serveClient(c.(*net.UnixConn), sb, name, started, ss.stop)
 		}
 	}()
-	<-stop
-	ln.Close()
-	return nil
+	go func() {
+		<-ss.stop
+		ln.Close()
+		sb.Close()
+		os.RemoveAll(dir) // last: ward stop waits for it
+		s.forget(name)
+	}()
+	return ss, nil
+}
+
+// forget drops a session; the supervisor exits with its last one.
+func (s *supervisor) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, name)
+	if len(s.sessions) == 0 {
+		s.closing = true
+		s.ln.Close()
+		_ = os.Remove(filepath.Join(supervisorDir(), "sock"))
+		os.Exit(0)
+	}
 }
 
 func serveClient(c *net.UnixConn, sb *ward.Sandbox, name string, started time.Time, stop chan struct{}) {
@@ -242,11 +425,7 @@ func serveClient(c *net.UnixConn, sb *ward.Sandbox, name string, started time.Ti
 	switch req.Op {
 	case "stop":
 		_ = enc.Encode(map[string]string{"stopped": name})
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
+		closeOnce(stop)
 	case "info":
 		info := sessionInfo{Name: name, Pid: os.Getpid(), StartedUnix: started.Unix(), AgeSeconds: int64(time.Since(started).Seconds())}
 		if st, err := sb.Stats(); err == nil {
