@@ -155,8 +155,7 @@ print("""- The program's process is forked by the init and runs C (spawn_linux.c
   the 100-alive ratio above.
 - GOMAXPROCS=1 in the init: the memory per long-lived sandbox above.
 - One supervisor process for all of the CLI's long-lived sandboxes instead of one each: the CLI's memory figure.
-- The program's process closes the init's fds it does not need, and `ward stop` no longer waits for a zombie
-  supervisor (1.5 s per stop before).
+- `ward stop` waits for the sandbox's state to go, not for the supervisor's pid (a zombie until reaped).
 - Tried and dropped: writing an impossible pid to `cgroup.procs` early to warm the lock (the kernel looks the pid up
   before it takes the lock, so nothing is warmed); returning the init's setup garbage with `debug.FreeOSMemory`
   (the collection's workers cost more memory than it returns).
