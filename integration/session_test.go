@@ -179,7 +179,10 @@ func TestStartSharesOneSupervisorAndTakesTheCallersView(t *testing.T) {
 		t.Errorf("two supervisors (%d, %d), want one for both sandboxes", pid1, pid2)
 	}
 	if r := run(t, opts{}, "exec", n1, "--", "cat", filepath.Join(dir, "data", "msg")); strings.TrimSpace(r.stdout) != "hello" {
-		t.Errorf("--allow-read=./data not resolved in the caller's directory: %s", r)
+		state, _ := os.ReadDir("/run/ward/" + n1)
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid1))
+		t.Errorf("--allow-read=./data not resolved in the caller's directory: %s\nstate %v, supervisor %d comm %q running %v",
+			r, state, pid1, comm, running(pid1))
 	}
 	if r := run(t, opts{}, "exec", n1, "--", "sh", "-c", "echo $WARD_MARK"); strings.TrimSpace(r.stdout) != "from-caller" {
 		t.Errorf("WARD_* not taken from the caller's environment: %s", r)

@@ -245,9 +245,13 @@ func newSuperviseCmd() *cobra.Command {
 		Hidden: true, // run by `ward start`
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Named for ps, pgrep and alive(): "exe" otherwise.
-			name16 := []byte("ward-supervise\x00")
-			_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name16[0])), 0, 0, 0)
+			// Named for ps, pgrep and alive() ("exe" otherwise): through
+			// /proc/self/comm, which names the main thread whichever thread
+			// this goroutine runs on (PR_SET_NAME names the calling one).
+			if err := os.WriteFile("/proc/self/comm", []byte("ward-supervise"), 0); err != nil {
+				name16 := []byte("ward-supervise\x00")
+				_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name16[0])), 0, 0, 0)
+			}
 			ready := os.NewFile(3, "ready")
 			say := func(s string) { fmt.Fprintln(ready, s); ready.Close() }
 			return runSupervisor(say)
@@ -404,8 +408,10 @@ func (s *supervisor) forget(name string) {
 	delete(s.sessions, name)
 	if len(s.sessions) == 0 {
 		s.closing = true
+		// Close unlinks the socket before it closes it: a ward start that
+		// then finds no socket starts a new supervisor, whose socket this
+		// one must not remove (no os.Remove here).
 		s.ln.Close()
-		_ = os.Remove(filepath.Join(supervisorDir(), "sock"))
 		os.Exit(0)
 	}
 }
