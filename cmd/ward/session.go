@@ -281,9 +281,12 @@ func runSupervisor(say func(string)) error {
 		return err
 	}
 	s := &supervisor{ln: ln, sessions: map[string]*session{}}
-	// SIGTERM, SIGINT, SIGHUP end every sandbox cleanly, as ward stop does.
+	// SIGTERM and SIGINT end every sandbox cleanly, as ward stop does. A
+	// supervisor has no terminal: a SIGHUP (a session's or process group's
+	// end somewhere) means nothing to it.
+	signal.Ignore(syscall.SIGHUP)
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		<-sigs
 		s.mu.Lock()
