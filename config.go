@@ -227,6 +227,9 @@ func (c Config) Validate() error {
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return &ConfigError{Key: "command", Value: "", Reason: "no command given (usage: ward run [flags] -- COMMAND [ARG...])"}
 	}
+	if !filepath.IsAbs(c.Cwd) {
+		return &ConfigError{Key: "cwd", Value: c.Cwd, Reason: "must be an absolute host path (the directory relative paths are resolved in)"}
+	}
 	if !filepath.IsAbs(c.Workdir) {
 		return &ConfigError{Key: "workdir", Value: c.Workdir, Reason: "must be an absolute path inside the sandbox"}
 	}

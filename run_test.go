@@ -65,6 +65,8 @@ func TestValidate(t *testing.T) {
 		{"negative time", Config{Args: []string{"true"}, TimeLimit: -time.Second}, "time-limit"},
 		{"too few fds", Config{Args: []string{"true"}, FileDescriptors: 2}, "file-descriptors"},
 		{"bad env", Config{Args: []string{"true"}, Env: []string{"=x"}}, "env"},
+		{"relative cwd", Config{Args: []string{"true"}, Cwd: "here"}, "cwd"},
+		{"absolute cwd", Config{Args: []string{"true"}, Cwd: "/tmp"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -113,7 +113,10 @@ func TestRunExitStatusMapping(t *testing.T) {
 		// allows: a missing command is still named under the strict one.
 		{name: "missing command under strict seccomp gives 127 and says so", args: []string{"--seccomp=strict", "ward-no-such-command-8c1f"},
 			exit: 127, stderrHas: []string{"ward-no-such-command-8c1f: command not found"}},
-		{name: "empty PATH entry is the working directory", args: []string{"--env=PATH=:/usr/bin", "--workdir=/usr/bin", "true"}, exit: 0},
+		// PATH has only an empty entry: "true" is found in the working
+		// directory or nowhere.
+		{name: "empty PATH entry is the working directory", args: []string{"--env=PATH=:", "--workdir=/usr/bin", "true"}, exit: 0},
+		{name: "PATH without the command gives 127", args: []string{"--env=PATH=/nonexistent", "--workdir=/usr/bin", "true"}, exit: 127},
 		{name: "over-long command name gives 126", args: []string{strings.Repeat("x", 4350)}, exit: 126},
 		// 300 KB of arguments do not fit the early child's socket: the init
 		// forks another program process instead.
