@@ -48,6 +48,7 @@ const (
 	DefaultOutputLimit     = 1 << 20
 	DefaultTmpSize         = 256 << 20 // /tmp tmpfs size
 	DefaultHomeSize        = 64 << 20  // /home/sandbox tmpfs size
+	DefaultShmSize         = 256 << 20 // /dev/shm tmpfs size
 	DefaultScratchInodes   = 16384     // inode cap of each scratch tmpfs
 	DefaultOverlaySize     = 512 << 20 // writes through --overlay
 	// MinMemoryLimit: below this even the program's exec cannot succeed,
@@ -95,6 +96,10 @@ type Config struct {
 	// MaxFiles caps the inodes of each writable scratch tmpfs; 0 means
 	// DefaultScratchInodes.
 	MaxFiles int
+	// Tmp, Home and Shm size the scratch tmpfs mounts /tmp (the TMPDIR),
+	// /home/sandbox and /dev/shm. Their pages are charged to the sandbox's
+	// memory, so an explicit size above MemoryLimit is refused.
+	Tmp, Home, Shm Scratch
 	// Workdir is the working directory inside; empty means /home/sandbox.
 	Workdir string
 	// Network is NetworkNone (default when empty), NetworkProxy (implied by
@@ -171,6 +176,43 @@ type Config struct {
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
 	// SIGUSR2 received by this process to the program while it runs.
 	ForwardSignals bool
+}
+
+// Scratch is the size of one scratch tmpfs: Size bytes (0: the default)
+// and Files inodes (0: MaxFiles, else DefaultScratchInodes).
+type Scratch struct {
+	Size  int64
+	Files int
+}
+
+// scratchDirs names each scratch tmpfs, its flag prefix and default size.
+func (c *Config) scratchDirs() []struct {
+	flag, path string
+	s          *Scratch
+	def        int64
+} {
+	return []struct {
+		flag, path string
+		s          *Scratch
+		def        int64
+	}{{"tmp", "/tmp", &c.Tmp, DefaultTmpSize}, {"home", "/home/" + SandboxUser, &c.Home, DefaultHomeSize}, {"shm", "/dev/shm", &c.Shm, DefaultShmSize}}
+}
+
+// effective is the size and inode cap a scratch tmpfs gets: the explicit
+// values, else MaxFiles, else the defaults. Its root directory takes one
+// inode, so maxFiles files need maxFiles+1.
+func (s Scratch) effective(def int64, maxFiles int) (size int64, inodes int) {
+	size, files := s.Size, s.Files
+	if size == 0 {
+		size = def
+	}
+	if files == 0 {
+		files = maxFiles
+	}
+	if files == 0 {
+		return size, DefaultScratchInodes
+	}
+	return size, files + 1
 }
 
 // ConfigError is an invalid value in a Config: Key is the flag/TOML name of
@@ -280,6 +322,19 @@ func (c Config) Validate() error {
 	for _, p := range c.DenyPatterns {
 		if _, err := filepath.Match(p, "/"); err != nil || !filepath.IsAbs(p) {
 			return &ConfigError{Key: "deny-pattern", Value: p, Reason: "want an absolute glob such as /etc/*"}
+		}
+	}
+	for _, d := range c.scratchDirs() {
+		if d.s.Size < 0 || (d.s.Size > 0 && d.s.Size < 4096) {
+			return &ConfigError{Key: d.flag + "-size", Value: FormatSize(d.s.Size), Reason: "want a size of at least 4K"}
+		}
+		if c.MemoryLimit > 0 && d.s.Size > c.MemoryLimit {
+			return &ConfigError{Key: d.flag + "-size", Value: FormatSize(d.s.Size), Reason: fmt.Sprintf(
+				"larger than --memory-limit=%s: what the program writes to %s is charged to the sandbox's memory (raise the memory limit or lower the size)",
+				FormatSize(c.MemoryLimit), d.path)}
+		}
+		if d.s.Files < 0 || d.s.Files > 1<<24 {
+			return &ConfigError{Key: d.flag + "-files", Value: fmt.Sprint(d.s.Files), Reason: "want a number from 1 to 16777216"}
 		}
 	}
 	if c.MaxFileSize < 0 {

@@ -40,6 +40,28 @@ type filesystemKeys struct {
 	DenyPatterns []string `toml:"deny_patterns"`
 	MaxFileSize  *string  `toml:"max_file_size"`
 	MaxFiles     *int     `toml:"max_files"`
+	scratchKeys
+}
+
+// scratchKeys size the scratch tmpfs mounts (/tmp, home, /dev/shm).
+type scratchKeys struct {
+	TmpSize   *string `toml:"tmp_size"`
+	HomeSize  *string `toml:"home_size"`
+	ShmSize   *string `toml:"shm_size"`
+	TmpFiles  *int    `toml:"tmp_files"`
+	HomeFiles *int    `toml:"home_files"`
+	ShmFiles  *int    `toml:"shm_files"`
+}
+
+// each lists the keys per scratch dir, in Config.scratchDirs' order.
+func (k *scratchKeys) each() [3]struct {
+	size  *string
+	files *int
+} {
+	return [3]struct {
+		size  *string
+		files *int
+	}{{k.TmpSize, k.TmpFiles}, {k.HomeSize, k.HomeFiles}, {k.ShmSize, k.ShmFiles}}
 }
 
 type sandboxTable struct {
@@ -55,16 +77,17 @@ type sandboxTable struct {
 // nested tables are accepted too.
 type profileTable struct {
 	limitKeys
-	AllowDomains    []string        `toml:"allow_domains"`
-	AllowPorts      []int           `toml:"allow_ports"`
-	BlockInternal   *bool           `toml:"block_internal"`
-	AllowPatterns   []string        `toml:"allow_patterns"`
-	DenyPatterns    []string        `toml:"deny_patterns"`
-	MaxBytes        *string         `toml:"max_bytes"`
-	AllowRead       []string        `toml:"allow_read"`
-	AllowWrite      []string        `toml:"allow_write"`
-	MaxFileSize     *string         `toml:"max_file_size"`
-	MaxFiles        *int            `toml:"max_files"`
+	AllowDomains  []string `toml:"allow_domains"`
+	AllowPorts    []int    `toml:"allow_ports"`
+	BlockInternal *bool    `toml:"block_internal"`
+	AllowPatterns []string `toml:"allow_patterns"`
+	DenyPatterns  []string `toml:"deny_patterns"`
+	MaxBytes      *string  `toml:"max_bytes"`
+	AllowRead     []string `toml:"allow_read"`
+	AllowWrite    []string `toml:"allow_write"`
+	MaxFileSize   *string  `toml:"max_file_size"`
+	MaxFiles      *int     `toml:"max_files"`
+	scratchKeys
 	AllowNetwork    any             `toml:"allow_network"`
 	AllowFilesystem *bool           `toml:"allow_filesystem"`
 	Network         *networkKeys    `toml:"network"`
@@ -92,6 +115,11 @@ type Layer struct {
 	BlockInternal                        *bool
 	AllowRead, AllowWrite, DenyPaths     *[]string
 	Seccomp                              *string
+	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
+	Scratch [3]struct {
+		Size  *int64
+		Files *int
+	}
 }
 
 // File is a loaded config file.
@@ -122,7 +150,7 @@ func (e *FileError) Error() string {
 // knownKeys are every key the schema has, for "did you mean".
 var knownKeys = []string{"time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
 	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
-	"allow_write", "max_file_size", "max_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
+	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
 
 // LoadFile reads a config file strictly: invalid TOML (file:line:col), an
 // unknown key (with the nearest known one), a wrong type or a bad value is
@@ -237,6 +265,7 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 	if p.MaxFiles != nil {
 		fs.MaxFiles = p.MaxFiles
 	}
+	flat, nested := p.scratchKeys.each(), fs.scratchKeys.each()
 
 	allow := append(append([]string{}, net.AllowDomains...), net.AllowPatterns...)
 	switch v := p.AllowNetwork.(type) {
@@ -305,6 +334,22 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 		return l, err
 	}
 	l.MaxFiles = fs.MaxFiles
+	for i, name := range []string{"tmp", "home", "shm"} {
+		sz, files := flat[i].size, flat[i].files
+		if sz == nil {
+			sz = nested[i].size
+		}
+		if files == nil {
+			files = nested[i].files
+		}
+		if l.Scratch[i].Size, err = size(name+"_size", sz); err != nil {
+			return l, err
+		}
+		if files != nil && (*files < 1 || *files > 1<<24) {
+			return l, fmt.Errorf("%s_files: %d: want a number from 1 to 16777216", name, *files)
+		}
+		l.Scratch[i].Files = files
+	}
 	return l, nil
 }
 
@@ -443,4 +488,9 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("max_file_size", l.MaxFileSize != nil, func() { c.MaxFileSize = *l.MaxFileSize })
 	set("max_files", l.MaxFiles != nil, func() { c.MaxFiles = *l.MaxFiles })
 	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
+	for i, d := range c.scratchDirs() {
+		sc := l.Scratch[i]
+		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })
+		set(d.flag+"_files", sc.Files != nil, func() { d.s.Files = *sc.Files })
+	}
 }

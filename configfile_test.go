@@ -136,3 +136,42 @@ func FuzzParseFile(f *testing.F) {
 		_, _ = ParseFile("fuzz.toml", data)
 	})
 }
+
+func TestScratchKeys(t *testing.T) {
+	f, err := ParseFile("/p/ward.toml", []byte(`[sandbox.filesystem]
+tmp_size = "2G"
+tmp_files = 50000
+shm_size = "16M"
+
+[sandbox.profiles.ci]
+home_size = "512M"
+home_files = 9
+tmp_size = "4G"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	f.Sandbox.Apply(&c, nil)
+	f.Profiles["ci"].Apply(&c, nil)
+	if c.Tmp != (Scratch{Size: 4 << 30, Files: 50000}) || c.Home != (Scratch{Size: 512 << 20, Files: 9}) || c.Shm != (Scratch{Size: 16 << 20}) {
+		t.Errorf("tmp %+v home %+v shm %+v", c.Tmp, c.Home, c.Shm)
+	}
+	for _, bad := range []string{"[sandbox.filesystem]\ntmp_size = \"lots\"\n", "[sandbox.profiles.x]\nshm_files = 0\n"} {
+		if _, err := ParseFile("/p/ward.toml", []byte(bad)); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
+}
+
+func TestScratchAboveMemoryLimitRefused(t *testing.T) {
+	c := Config{Args: []string{"true"}, Cwd: "/", MemoryLimit: 64 << 20, Home: Scratch{Size: 128 << 20}}
+	var ce *ConfigError
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Key != "home-size" || !strings.Contains(ce.Reason, "--memory-limit=64M") {
+		t.Errorf("Validate = %v, want a home-size error naming the memory limit", err)
+	}
+	c.Home.Size = 64 << 20
+	if err := c.Validate(); err != nil {
+		t.Errorf("a size equal to the memory limit: %v", err)
+	}
+}

@@ -56,6 +56,8 @@ func (l *logger) before(cfg Config) {
 		l.v("Network: denied")
 	}
 	l.v("Filesystem: read-only (writable: /tmp, /home/%s)", SandboxUser)
+	size, inodes := cfg.Tmp.effective(DefaultTmpSize, cfg.MaxFiles)
+	l.v("Temp dir: /tmp (TMPDIR; %s, %d files)", FormatSize(size), inodes-1)
 	l.v("Seccomp: %s", cfg.Seccomp)
 	l.v("Running: %s", strings.Join(cfg.Args, " "))
 }
@@ -71,6 +73,10 @@ func (l *logger) after(r *Result) {
 		}
 	}
 	if !l.verbose {
+		if l.cfg.CPULimit > 0 && r.CPUThrottledMs != nil && *r.CPUThrottledMs > 0 {
+			// The Simple spec's warning, in normal mode too.
+			fmt.Fprintf(l.w, "ward: warning: CPU usage throttled to %d%% (%.0fms throttled)\n", l.cfg.CPULimit, *r.CPUThrottledMs)
+		}
 		return
 	}
 	// One line per setup step, in order, with the side of the fork that

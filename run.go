@@ -336,9 +336,14 @@ type supervision struct {
 	ctxErr    error
 }
 
-// supervise waits for the program's end while relaying signals, enforcing
-// the wall-clock limit, and polling the cgroup's CPU time (and task count)
-// for the CPU time limit.
+// timeLimitBackstop is how long after the program's time limit ward
+// itself ends a sandbox whose init has not (the init enforces the limit on
+// the program's own clock; this only guards against an init that cannot).
+const timeLimitBackstop = time.Second
+
+// supervise waits for the program's end while relaying signals, backing up
+// the init's wall-clock limit, and polling the cgroup's CPU time (and task
+// count) for the CPU time limit.
 func supervise(ctx context.Context, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sigs chan os.Signal) supervision {
 	var sv supervision
 	tStart := time.Now()
@@ -346,7 +351,8 @@ func supervise(ctx context.Context, cfg Config, sb *nsexec.Sandbox, cg cgroup.Ma
 	go func() { sv.ex, _ = sb.Wait(); close(done) }()
 	var deadline <-chan time.Time
 	if cfg.TimeLimit > 0 {
-		timer := time.NewTimer(cfg.TimeLimit)
+		since := time.Duration(nsexec.MonoUs()-sb.StartedUs) * time.Microsecond
+		timer := time.NewTimer(cfg.TimeLimit - since + timeLimitBackstop)
 		defer timer.Stop()
 		deadline = timer.C
 	}
@@ -374,6 +380,9 @@ func supervise(ctx context.Context, cfg Config, sb *nsexec.Sandbox, cg cgroup.Ma
 		select {
 		case <-done:
 			sv.wall = time.Since(tStart)
+			if sv.ex != nil && sv.ex.WallUs > 0 {
+				sv.wall = time.Duration(sv.ex.WallUs) * time.Microsecond // the program's own clock
+			}
 			return sv
 		case sig := <-sigs:
 			if cfg.TTY && (sig == syscall.SIGINT || sig == syscall.SIGQUIT) {
@@ -426,7 +435,7 @@ func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv su
 	}
 	cpuOver := cfg.CPUTimeLimit > 0 && stErr == nil && st.CPU >= cfg.CPUTimeLimit
 	switch {
-	case sv.timedOut && ex == nil:
+	case ex != nil && ex.TimedOut, sv.timedOut && ex == nil:
 		res.Status = StatusTimeout
 		res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(cfg.TimeLimit)))
 	case sv.cpuKilled && ex == nil, ex != nil && cpuOver && (ex.Signal == int(syscall.SIGXCPU) || ex.Signal == int(syscall.SIGKILL)):
@@ -532,10 +541,14 @@ func setUsage(r *Result, userUs, sysUs, maxRSSKB int64) {
 // buildSpec turns the config into the init's fully resolved spec.
 func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	home := "/home/" + SandboxUser
+	var scratch [3]fs.Scratch
+	for i, d := range cfg.scratchDirs() {
+		scratch[i].Size, scratch[i].Inodes = d.s.effective(d.def, cfg.MaxFiles)
+	}
 	plan, err := fs.DefaultPlan(fs.Options{
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
-		TmpSize:     DefaultTmpSize, HomeSize: DefaultHomeSize, ScratchInodes: scratchInodes(cfg.MaxFiles),
+		TmpFS:       scratch[0], HomeFS: scratch[1], ShmFS: scratch[2],
 		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg), ExtraHosts: extraHosts(cfg.AddHosts, cfg.Network == NetworkProxy),
 		Nameserver: map[bool]string{true: "127.0.0.1"}[cfg.Network == NetworkProxy],
 	})
@@ -555,7 +568,9 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		Overlay:    cfg.Overlay,
 		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
 		FileSize:   uint64(cfg.MaxFileSize),
-		TTY:        cfg.TTY,
+		// The init times the program from its exec.
+		TimeLimitUs: cfg.TimeLimit.Microseconds(),
+		TTY:         cfg.TTY,
 	}
 	if cfg.Overlay {
 		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
@@ -625,15 +640,6 @@ func overlaySize(cfg Config) int64 {
 		return cfg.OverlaySize
 	}
 	return DefaultOverlaySize
-}
-
-// scratchInodes is the inode cap of a scratch tmpfs holding at most
-// maxFiles files (its root directory takes one).
-func scratchInodes(maxFiles int) int {
-	if maxFiles <= 0 {
-		return DefaultScratchInodes
-	}
-	return maxFiles + 1
 }
 
 // rlimitCPU is RLIMIT_CPU's soft limit backing a CPU time limit: a second

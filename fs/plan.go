@@ -62,15 +62,20 @@ type Plan struct {
 	Ops []Op `json:"ops"`
 }
 
+// Scratch is one writable scratch tmpfs's size: bytes and inodes.
+type Scratch struct {
+	Size   int64
+	Inodes int
+}
+
 // Options are the choices the default root depends on.
 type Options struct {
-	Hostname      string
-	UID, GID      int
-	Home          string // the sandbox user's home, a tmpfs
-	NetworkHost   bool   // share the host's resolv.conf and hosts
-	TmpSize       int64  // bytes of /tmp
-	HomeSize      int64  // bytes of Home
-	ScratchInodes int    // inode cap of /tmp and Home
+	Hostname    string
+	UID, GID    int
+	Home        string // the sandbox user's home, a tmpfs
+	NetworkHost bool   // share the host's resolv.conf and hosts
+	// TmpFS, HomeFS and ShmFS size /tmp, Home and /dev/shm.
+	TmpFS, HomeFS, ShmFS Scratch
 	// Overlay makes the system view writable: each system directory an
 	// overlay whose upper layer lives in a tmpfs of OverlaySize bytes, /etc
 	// copied into the (then writable) root; all of it gone at exit.
@@ -135,7 +140,7 @@ func DefaultPlan(o Options) (*Plan, error) {
 	}
 	if o.Overlay {
 		p.Ops = append(p.Ops, Op{Kind: KindTmpfs, Dst: OverlayDir, RW: true, Exec: true,
-			Data: fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", o.OverlaySize, o.ScratchInodes)})
+			Data: fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", o.OverlaySize, o.TmpFS.Inodes)})
 	}
 
 	for _, d := range SystemDirs {
@@ -207,7 +212,7 @@ func DefaultPlan(o Options) (*Plan, error) {
 	}
 	add(Op{Kind: KindDevpts, Dst: "/dev/pts", Data: "newinstance,ptmxmode=0666,mode=0620"})
 	add(Op{Kind: KindSymlink, Dst: "/dev/ptmx", Link: "pts/ptmx"})
-	add(Op{Kind: KindTmpfs, Dst: "/dev/shm", RW: true, Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
+	add(Op{Kind: KindTmpfs, Dst: "/dev/shm", RW: true, Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.ShmFS.Size, o.ShmFS.Inodes)})
 	for i, n := range []string{"stdin", "stdout", "stderr"} {
 		add(Op{Kind: KindSymlink, Dst: "/dev/" + n, Link: fmt.Sprintf("/proc/self/fd/%d", i)})
 	}
@@ -223,9 +228,9 @@ func DefaultPlan(o Options) (*Plan, error) {
 	}
 
 	add(Op{Kind: KindTmpfs, Dst: "/tmp", RW: true, Exec: true,
-		Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpSize, o.ScratchInodes)})
+		Data: fmt.Sprintf("mode=1777,size=%d,nr_inodes=%d", o.TmpFS.Size, o.TmpFS.Inodes)})
 	add(Op{Kind: KindTmpfs, Dst: o.Home, RW: true, Exec: true,
-		Data: fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%d,nr_inodes=%d", o.UID, o.GID, o.HomeSize, o.ScratchInodes)})
+		Data: fmt.Sprintf("mode=0700,uid=%d,gid=%d,size=%d,nr_inodes=%d", o.UID, o.GID, o.HomeFS.Size, o.HomeFS.Inodes)})
 	return p, nil
 }
 

@@ -7,7 +7,7 @@ import (
 
 func testOptions() Options {
 	return Options{Hostname: "sandbox", UID: 1000, GID: 1000, Home: "/home/sandbox",
-		TmpSize: 1 << 20, HomeSize: 1 << 20, ScratchInodes: 100}
+		TmpFS: Scratch{Size: 1 << 20, Inodes: 100}, HomeFS: Scratch{Size: 1 << 20, Inodes: 100}, ShmFS: Scratch{Size: 1 << 20, Inodes: 100}}
 }
 
 func TestDefaultPlanHasNoSecrets(t *testing.T) {

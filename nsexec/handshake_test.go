@@ -111,7 +111,7 @@ func needRoot(t *testing.T) {
 func testSpec(t *testing.T, args ...string) *Spec {
 	t.Helper()
 	plan, err := fs.DefaultPlan(fs.Options{Hostname: "sandbox", UID: 1000, GID: 1000, Home: "/home/sandbox",
-		TmpSize: 1 << 20, HomeSize: 1 << 20, ScratchInodes: 64})
+		TmpFS: fs.Scratch{Size: 1 << 20, Inodes: 64}, HomeFS: fs.Scratch{Size: 1 << 20, Inodes: 64}, ShmFS: fs.Scratch{Size: 1 << 20, Inodes: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}

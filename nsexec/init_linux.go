@@ -250,8 +250,9 @@ func (p *proc) runProgram() {
 		p.send(*failed) // error or exec_error, relayed as is
 		os.Exit(71)
 	}
-	p.send(Msg{Type: MsgStarted, Pid: p.gate.pid, Steps: steps})
-	p.supervise(p.gate.pid, sigs, listener)
+	started := monoUs()
+	p.send(Msg{Type: MsgStarted, Pid: p.gate.pid, Steps: steps, StartUs: started})
+	p.supervise(p.gate.pid, started, sigs, listener)
 }
 
 // serveSession runs a long-lived sandbox: each ExecRequest that comes
@@ -354,19 +355,35 @@ func (p *proc) serveSession() {
 	}
 }
 
-// supervise waits for the program while reaping orphans, and forwards the
-// signals the parent relays. When the program ends the init reports and
-// exits, which kills whatever is left in the PID namespace.
-func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listener) {
+// supervise waits for the program while reaping orphans, forwards the
+// signals the parent relays, and ends the sandbox at the time limit,
+// counted from the program's exec (started). When the program ends the
+// init reports and exits, which kills whatever is left in the PID
+// namespace.
+func (p *proc) supervise(pid int, started int64, sigs chan os.Signal, listener *seccomp.Listener) {
 	target := -pid // the program leads its own process group
 	if p.spec.TTY {
 		target = pid
 	}
+	var deadline <-chan time.Time
+	if p.spec.TimeLimitUs > 0 {
+		t := time.NewTimer(time.Duration(p.spec.TimeLimitUs-(monoUs()-started)) * time.Microsecond)
+		defer t.Stop()
+		deadline = t.C
+	}
 	var ex Exit
-	for sig := range sigs {
-		if sig != syscall.SIGCHLD {
-			_ = syscall.Kill(target, sig.(syscall.Signal))
-			continue
+	for {
+		timeUp := false
+		select {
+		case sig := <-sigs:
+			if sig != syscall.SIGCHLD {
+				_ = syscall.Kill(target, sig.(syscall.Signal))
+				continue
+			}
+		case <-deadline:
+			// Reap first: a program that ended in time is not late because
+			// its SIGCHLD had not been handled yet.
+			deadline, timeUp = nil, true
 		}
 		for {
 			r, one, ok := reapOne()
@@ -379,30 +396,42 @@ func (p *proc) supervise(pid int, sigs chan os.Signal, listener *seccomp.Listene
 			ex.MaxRSSKB = max(ex.MaxRSSKB, one.MaxRSSKB)
 			ex.NVCSw += one.NVCSw
 			ex.NIVCSw += one.NIVCSw
-			if r != pid {
-				continue
+			if r == pid {
+				ex.Code, ex.Signal = one.Code, one.Signal
+				ex.WallUs = monoUs() - started
+				p.finish(&ex, listener)
 			}
-			ex.Code, ex.Signal = one.Code, one.Signal
-			if listener != nil {
-				ex.Denied = listener.Denials()
-			}
-			if p.upper > 0 {
-				// A still snapshot: nothing of the sandbox runs while the
-				// changes are copied out.
-				_ = syscall.Kill(-1, syscall.SIGKILL)
-				for {
-					if r, _ := syscall.Wait4(-1, nil, 0, nil); r <= 0 {
-						break
-					}
-				}
-				if err := fs.KeepUpper(p.upper, p.spec.OverlayKeepFD); err != nil {
-					ex.KeepError = err.Error()
-				}
-			}
-			p.send(Msg{Type: MsgExit, Exit: &ex})
-			os.Exit(0)
+		}
+		if timeUp {
+			// PID 1 kills every other process of its namespace; the
+			// program's end comes as a SIGCHLD.
+			ex.TimedOut = true
+			_ = syscall.Kill(-1, syscall.SIGKILL)
 		}
 	}
+}
+
+// finish reports the program's end (after copying out the overlay's
+// changes, if asked) and exits.
+func (p *proc) finish(ex *Exit, listener *seccomp.Listener) {
+	if listener != nil {
+		ex.Denied = listener.Denials()
+	}
+	if p.upper > 0 {
+		// A still snapshot: nothing of the sandbox runs while the
+		// changes are copied out.
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		for {
+			if r, _ := syscall.Wait4(-1, nil, 0, nil); r <= 0 {
+				break
+			}
+		}
+		if err := fs.KeepUpper(p.upper, p.spec.OverlayKeepFD); err != nil {
+			ex.KeepError = err.Error()
+		}
+	}
+	p.send(Msg{Type: MsgExit, Exit: ex})
+	os.Exit(0)
 }
 
 // reapOne reaps one ended child without blocking: its pid, how it ended

@@ -61,6 +61,9 @@ type Sandbox struct {
 	waitOnce sync.Once
 	exit     *Exit
 	cloned   int64 // monoUs when the init's exec was done
+	// StartedUs is when the program's exec succeeded (MonoUs), as the
+	// init saw it: the start of the program's own clock.
+	StartedUs int64
 	// Steps are the setup step timings: the clone's here, the init's once
 	// ready, the program's process's once started.
 	Steps []StepTime
@@ -179,6 +182,7 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 			}
 		case MsgStarted:
 			sb.Steps = append(sb.Steps, m.Steps...)
+			sb.StartedUs = m.StartUs
 			return m.Pid, nil
 		case MsgError:
 			return 0, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}

@@ -13,8 +13,8 @@
 //	init->parent   error       a setup step failed (exit 71)     Step, Path, Errno, Message
 //	init->parent   ready       the root is built                 Steps (timings)
 //	init->parent   exec_error  the program could not be exec'd   Path, Errno
-//	init->parent   started     the program runs                  Pid (inside)
-//	init->parent   exit        the program ended                 Exit
+//	init->parent   started     the program runs                  Pid (inside), StartUs (its exec)
+//	init->parent   exit        the program ended                 Exit (with WallUs, TimedOut)
 //
 // The gate is the program's process before it execs the program: the init
 // forks it ("ward gate", fd 3 a socketpair to the init, fds 4... the
@@ -87,6 +87,9 @@ type Spec struct {
 	// FileSize is RLIMIT_FSIZE in bytes (0: none); SIGXFSZ is then ignored
 	// so that a write past it fails with EFBIG instead of killing.
 	FileSize uint64 `json:"fsize,omitempty"`
+	// TimeLimitUs is the program's wall-clock limit (0: none), timed by
+	// the init from the program's exec: ward's setup never counts.
+	TimeLimitUs int64 `json:"time_limit_us,omitempty"`
 	// Session: a long-lived sandbox. The init starts no program; it runs
 	// the commands that come over ExecFD (ExecRequest and three stdio fds
 	// per SEQPACKET message) and reports each one's start and end by ID.
@@ -122,6 +125,11 @@ type Exit struct {
 	// Denied are the syscalls the policy denied (SeccompNotify only).
 	Denied []seccomp.Denial `json:"denied,omitempty"`
 	Reaped int              `json:"reaped"`
+	// WallUs is the program's own time: from its exec (the init saw the
+	// exec close the report socket) to the init reaping it.
+	WallUs int64 `json:"wall_us,omitempty"`
+	// TimedOut: the init ended the program at Spec.TimeLimitUs.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // StepTime is how long one setup step took, and which side of the fork
@@ -133,8 +141,10 @@ type StepTime struct {
 	Side string `json:"side,omitempty"`
 }
 
-// monoUs is CLOCK_MONOTONIC in microseconds: one clock on both sides of
+// MonoUs is CLOCK_MONOTONIC in microseconds: one clock on both sides of
 // the fork (ward makes no time namespace).
+func MonoUs() int64 { return monoUs() }
+
 func monoUs() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
@@ -156,7 +166,8 @@ type Msg struct {
 	Steps []StepTime `json:"steps,omitempty"`
 	// StartUs and ConfigUs (ready) are when the init's main began and when
 	// it had the config (monoUs): the parent derives the Go runtime's start
-	// from them.
+	// from them. In "started", StartUs is when the program's exec
+	// succeeded: its time limit counts from there.
 	StartUs  int64 `json:"start_us,omitempty"`
 	ConfigUs int64 `json:"config_us,omitempty"`
 }

@@ -52,6 +52,9 @@ type runFlags struct {
 	denyPatterns    []string
 	allowSockets    bool
 	maxFiles        int
+	tempDir         bool
+	scratchSize     [3]string // --tmp-size, --home-size, --shm-size
+	scratchFiles    [3]int    // --tmp-files, --home-files, --shm-files
 	overlay         bool
 	overlayKeep     string
 	allowNetwork    []string
@@ -135,7 +138,9 @@ func newRunCmd() *cobra.Command {
 func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml, if present)")
 	fl.StringVar(&f.profile, "profile", "default", "profile: default, strict, testing, development, or one of the config file's")
-	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile (simple run --sandbox=NAME passes it through)")
+	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile: bare --sandbox is the default profile, --sandbox=NAME picks one (simple run passes it through)")
+	// A bare --sandbox never takes the next argument as its value.
+	fl.Lookup("sandbox").NoOptDefVal = "default"
 	fl.BoolVar(&f.stdioJSON, "stdio-json", false, "read one JSON request per line on stdin ({\"args\":[...],\"stdin\":\"...\",\"env\":{},\"time_limit\":\"5s\"}), run each in one sandbox, write one result per line")
 	fl.BoolVar(&f.explain, "explain", false, "print where each effective setting came from (default, file, profile or flag)")
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
@@ -155,7 +160,12 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.BoolVar(&f.allowSockets, "allow-sockets", false, "let unix sockets inside allowed paths be seen (each is a way out)")
 	fl.BoolVar(&f.overlay, "overlay", false, "make the whole system view writable; the writes (512M at most) vanish at exit")
 	fl.StringVar(&f.overlayKeep, "overlay-keep", "", "with --overlay, copy what the program changed into this empty DIR at the end")
-	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home)")
+	fl.IntVar(&f.maxFiles, "max-files", 0, "most files in each writable scratch dir (/tmp, home, /dev/shm)")
+	fl.BoolVar(&f.tempDir, "temp-dir", false, "the program's isolated temp dir, named by TMPDIR (/tmp, fresh each run; every sandbox has one: accepted as Simple writes it)")
+	for i, d := range scratchFlagDirs {
+		fl.StringVar(&f.scratchSize[i], d.name+"-size", "", fmt.Sprintf("bytes of the %s tmpfs (default %s; charged to the sandbox's memory)", d.path, ward.FormatSize(d.def)))
+		fl.IntVar(&f.scratchFiles[i], d.name+"-files", 0, fmt.Sprintf("most files in %s (default --max-files, else %d)", d.path, ward.DefaultScratchInodes))
+	}
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none, proxy (the allow list) or host (no network isolation)")
 	fl.StringArrayVar(&f.allowNetwork, "allow-network", nil, "let the program reach DOMAIN, a pattern (*.github.com) or URL pattern through ward's proxy (repeatable; implies --network=proxy)")
@@ -171,6 +181,18 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.outputLimit, "output-limit", "1M", "most bytes kept of each captured stream")
 	fl.StringVar(&f.sandboxLog, "sandbox-log", ward.LogNormal, "what ward prints on stderr: quiet, normal or verbose")
 	fl.BoolVar(&f.tty, "tty", false, "let the program use the caller's terminal (only when stdin is a tty)")
+}
+
+// scratchFlagDirs are the scratch tmpfs mounts whose size and file count
+// have flags, in ward.Layer.Scratch's order.
+var scratchFlagDirs = [3]struct {
+	name, path string
+	def        int64
+	dst        func(*ward.Config) *ward.Scratch
+}{
+	{"tmp", "/tmp", ward.DefaultTmpSize, func(c *ward.Config) *ward.Scratch { return &c.Tmp }},
+	{"home", "/home/sandbox", ward.DefaultHomeSize, func(c *ward.Config) *ward.Scratch { return &c.Home }},
+	{"shm", "/dev/shm", ward.DefaultShmSize, func(c *ward.Config) *ward.Scratch { return &c.Shm }},
 }
 
 // toConfig validates every flag value; an error names the flag and value.
@@ -248,6 +270,16 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 			return cfg, fmt.Errorf("--network-max-bytes=%s: want a size such as 100M", f.netMaxBytes)
 		}
 		cfg.NetworkMaxBytes = n
+	}
+	for i, d := range scratchFlagDirs {
+		if v := f.scratchSize[i]; v != "" {
+			n, err := ward.ParseSize(v)
+			if err != nil {
+				return cfg, fmt.Errorf("--%s-size=%s: %w", d.name, v, err)
+			}
+			d.dst(&cfg).Size = n
+		}
+		d.dst(&cfg).Files = f.scratchFiles[i]
 	}
 	if f.maxFiles < 0 {
 		return cfg, fmt.Errorf("--max-files=%d: want a positive number", f.maxFiles)

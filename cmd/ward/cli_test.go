@@ -64,3 +64,76 @@ func TestFlagsAfterCommandBelongToIt(t *testing.T) {
 		t.Errorf("COMMAND args = %q", got)
 	}
 }
+
+// TestBareSandboxIsASwitch: a bare --sandbox (the Simple spec writes it
+// first on every line) is the default profile and never takes the next
+// argument as its value; --sandbox=NAME picks one.
+func TestBareSandboxIsASwitch(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		wantProfile string
+		wantArgs    string
+	}{
+		{[]string{"--sandbox", "--time-limit=5s", "--", "prog"}, "default", "prog"},
+		{[]string{"--sandbox", "--", "prog"}, "default", "prog"},
+		{[]string{"--sandbox", "prog", "x"}, "default", "prog x"},
+		{[]string{"--sandbox=testing", "--", "prog"}, "testing", "prog"},
+		{[]string{"--profile", "strict", "prog"}, "strict", "prog"},
+		{[]string{"--temp-dir", "prog"}, "default", "prog"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			cmd := newRunCmd()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			prof, _ := cmd.Flags().GetString("sandbox")
+			if prof != tc.wantProfile || strings.Join(cmd.Flags().Args(), " ") != tc.wantArgs {
+				t.Errorf("profile %q, args %q; want %q, %q", prof, cmd.Flags().Args(), tc.wantProfile, tc.wantArgs)
+			}
+		})
+	}
+}
+
+func TestScratchFlags(t *testing.T) {
+	var f runFlags
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	bindRunFlags(fl, &f)
+	if err := fl.Parse([]string{"--tmp-size=2G", "--tmp-files=100000", "--home-size=128M", "--shm-size=8M", "--shm-files=10"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.toConfig([]string{"true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tmp.Size != 2<<30 || cfg.Tmp.Files != 100000 || cfg.Home.Size != 128<<20 || cfg.Home.Files != 0 ||
+		cfg.Shm.Size != 8<<20 || cfg.Shm.Files != 10 {
+		t.Errorf("scratch from flags: tmp %+v home %+v shm %+v", cfg.Tmp, cfg.Home, cfg.Shm)
+	}
+}
+
+func TestScratchBadInputExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--tmp-size=big", "--", "true"}, []string{"--tmp-size=big"}},
+		{[]string{"run", "--home-size=1", "--", "true"}, []string{"--home-size=1"}},
+		{[]string{"run", "--shm-files=-3", "--", "true"}, []string{"--shm-files=-3"}},
+		{[]string{"run", "--memory-limit=100M", "--tmp-size=1G", "--", "true"}, []string{"--tmp-size=1G", "--memory-limit=100M"}},
+		// The memory limit of a profile counts too (strict: 10M).
+		{[]string{"run", "--sandbox=strict", "--shm-size=64M", "--", "true"}, []string{"--shm-size=64M", "--memory-limit=10M"}},
+		{[]string{"run", "--sandbox=nosuch", "--", "true"}, []string{"--profile=nosuch"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stderr := runCaptured(t, tc.args)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}

@@ -153,5 +153,14 @@ func effectiveTOML(name string, c ward.Config, explain map[string]string) string
 	if c.MaxFiles > 0 {
 		fmt.Fprintf(&b, "max_files = %d%s\n", c.MaxFiles, src("max_files"))
 	}
+	for _, d := range scratchFlagDirs {
+		s := *d.dst(&c)
+		if s.Size > 0 {
+			fmt.Fprintf(&b, "%s_size = %q%s\n", d.name, ward.FormatSize(s.Size), src(d.name+"_size"))
+		}
+		if s.Files > 0 {
+			fmt.Fprintf(&b, "%s_files = %d%s\n", d.name, s.Files, src(d.name+"_files"))
+		}
+	}
 	return b.String()
 }
