@@ -116,7 +116,9 @@ type Config struct {
 	AllowInternal bool
 	// AddHosts are static answers NAME:IP for the proxy and /etc/hosts.
 	AddHosts []string
-	// LogNetwork prints one line per network attempt on LogWriter.
+	// LogNetwork prints one line per network attempt on LogWriter. Without
+	// an allow list it implies NetworkProxy with nothing allowed, so that
+	// the attempts reach ward's proxy to be refused and logged.
 	LogNetwork bool
 	// NetworkMaxBytes caps the bytes (both ways, all connections) the
 	// proxy carries for the sandbox; 0 means netns.DefaultMaxBytes.
@@ -236,9 +238,11 @@ func (c Config) withDefaults() Config {
 	if c.Workdir == "" {
 		c.Workdir = DefaultWorkdir
 	}
-	if c.Network == "" || (c.Network == NetworkNone && len(c.AllowNetwork) > 0) {
+	if c.Network == "" || (c.Network == NetworkNone && (len(c.AllowNetwork) > 0 || c.LogNetwork)) {
 		c.Network = NetworkNone
-		if len(c.AllowNetwork) > 0 {
+		if len(c.AllowNetwork) > 0 || c.LogNetwork {
+			// Only ward's proxy sees attempts: with an empty allow list it
+			// refuses and logs each one.
 			c.Network = NetworkProxy
 		}
 	}

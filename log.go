@@ -51,6 +51,10 @@ func (l *logger) before(cfg Config) {
 	case NetworkHost:
 		l.v("Network: host (no network isolation)")
 	case NetworkProxy:
+		if len(cfg.AllowNetwork) == 0 {
+			l.v("Network: denied (each attempt through ward's proxy is logged)")
+			break
+		}
 		l.v("Network: proxy (allowed: %s)", strings.Join(cfg.AllowNetwork, ", "))
 	default:
 		l.v("Network: denied")
