@@ -589,17 +589,23 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 }
 
 // seccompPrograms compiles the policy named in cfg (built-ins once per
-// process).
+// process). The built-ins hold the setuid/setgid rules; unconfined and a
+// JSON profile get them as a filter of their own, so that no policy lets
+// the program leave a setuid file in a host directory.
 func seccompPrograms(name string) ([]seccomp.Program, error) {
 	switch name {
-	case SeccompUnconfined:
-		return nil, nil
 	case SeccompDefault:
 		return seccomp.CompileCached(seccomp.Default())
 	case SeccompStrict:
 		return seccomp.CompileCached(seccomp.Strict())
 	}
-	return seccomp.CompileFile(name)
+	noSetID, err := seccomp.CompileCached(seccomp.NoSetID())
+	if err != nil || name == SeccompUnconfined {
+		return noSetID, err
+	}
+	progs, err := seccomp.CompileFile(name)
+	// Loaded first: a profile may deny seccomp(2) itself.
+	return append(append([]seccomp.Program{}, noSetID...), progs...), err
 }
 
 // seccompFile makes a profile file's path absolute against cwd (the

@@ -69,7 +69,7 @@ var dockerAllowed = []string{
 	"membarrier", "memfd_create", "memfd_secret", "mincore", "mkdir", "mkdirat", "mknod", "mknodat", "mlock", "mlock2",
 	"mlockall", "mmap", "mprotect", "mq_getsetattr", "mq_notify", "mq_open", "mq_timedreceive", "mq_timedsend",
 	"mq_unlink", "mremap", "mseal", "msgctl", "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap",
-	"nanosleep", "newfstatat", "open", "openat", "openat2", "pause", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2",
+	"nanosleep", "newfstatat", "open", "openat", "pause", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2",
 	"pkey_alloc", "pkey_free", "pkey_mprotect", "poll", "ppoll", "prctl", "pread64", "preadv", "preadv2", "prlimit64",
 	"process_mrelease", "pselect6", "pwrite64", "pwritev", "pwritev2", "read", "readahead", "readlink", "readlinkat",
 	"readv", "recvfrom", "recvmmsg", "recvmsg", "remap_file_pages", "removexattr", "removexattrat", "rename", "renameat",
@@ -121,6 +121,7 @@ var deniedSyscalls = []Rule{
 	deny("file system notification of other mounts", "fanotify_init"),
 	deny("NUMA memory policy of the host", "get_mempolicy", "set_mempolicy", "set_mempolicy_home_node", "mbind", "migrate_pages", "move_pages"),
 	{Names: []string{"clone3"}, Verdict: ENOSYS, Reason: "its flags are in memory, out of a filter's reach; ENOSYS makes glibc fall back to clone"},
+	openat2Rule,
 }
 
 // Linux constants the argument filter needs.
@@ -149,7 +150,7 @@ func argDenials() []Rule {
 		argDeny("raw IPv4 sockets: forged packets", "socket", Arg{Index: 0, Op: "eq", Value: unix.AF_INET}, Arg{Index: 1, Op: "masked_eq", Mask: sockType, Value: unix.SOCK_RAW}),
 		argDeny("raw IPv6 sockets: forged packets", "socket", Arg{Index: 0, Op: "eq", Value: unix.AF_INET6}, Arg{Index: 1, Op: "masked_eq", Mask: sockType, Value: unix.SOCK_RAW}),
 		argDeny("SOCK_PACKET: legacy raw frames", "socket", Arg{Index: 0, Op: "eq", Value: unix.AF_INET}, Arg{Index: 1, Op: "masked_eq", Mask: sockType, Value: unix.SOCK_PACKET}),
-		argDeny("socket families Docker does not allow either (and those newer than ward knows)", "socket", Arg{Index: 0, Op: "ge", Value: 46}),
+		argDeny("socket families: only UNIX, INET, INET6 and NETLINK (and none newer than ward knows)", "socket", Arg{Index: 0, Op: "ge", Value: 46}),
 		// personality's argument is 32 bits to the kernel: anything above
 		// is another way to spell the same flags.
 		argDeny("personality: only 32-bit values", "personality", Arg{Index: 0, Op: "gt", Value: low32}),
@@ -167,9 +168,30 @@ func argDenials() []Rule {
 		r = append(r, argDeny("personality: values with bit 31 set, but the query 0xffffffff", "personality",
 			Arg{Index: 0, Op: "masked_eq", Mask: 0x80000000 | 1<<bit, Value: 0x80000000}))
 	}
-	for _, fam := range []uint64{3, 4, 5, 6, 11, 12, 19, 20, 23, 25, 34, 37} {
-		r = append(r, argDeny("socket families Docker does not allow either", "socket", Arg{Index: 0, Op: "eq", Value: fam}))
+	// Socket families are an allow list: every family but these four is
+	// refused by the policy, whatever the kernel has built (TIPC, RDS, KCM,
+	// SMC, CAN, Bluetooth, X25, NFC, SCTP's PF_INET is fine: SCTP is a
+	// protocol of INET). The kernel reads the family as an int: compare
+	// the low 32 bits; anything with high bits set is caught by "ge 46".
+	for fam := uint64(0); fam < 46; fam++ {
+		switch fam {
+		case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK,
+			unix.AF_PACKET, unix.AF_ALG, unix.AF_VSOCK: // allowed, or denied above with their own reason
+			continue
+		}
+		r = append(r, argDeny("socket families: only UNIX, INET, INET6 and NETLINK", "socket",
+			Arg{Index: 0, Op: "masked_eq", Mask: low32, Value: fam}))
 	}
+	// SCTP is a protocol of INET and INET6, a frequent source of kernel
+	// bugs, and what SOCK_SEQPACKET gets there when its module is loaded.
+	for _, fam := range []uint64{unix.AF_INET, unix.AF_INET6} {
+		r = append(r,
+			argDeny("SCTP: rarely needed, a frequent source of kernel bugs", "socket",
+				Arg{Index: 0, Op: "masked_eq", Mask: low32, Value: fam}, Arg{Index: 2, Op: "masked_eq", Mask: low32, Value: unix.IPPROTO_SCTP}),
+			argDeny("SCTP: rarely needed, a frequent source of kernel bugs", "socket",
+				Arg{Index: 0, Op: "masked_eq", Mask: low32, Value: fam}, Arg{Index: 1, Op: "masked_eq", Mask: sockType, Value: unix.SOCK_SEQPACKET}))
+	}
+	r = append(r, setIDDenials()...)
 	for _, flag := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
 		unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWTIME} {
 		r = append(r, argDeny("clone into new namespaces (see unshare)", "clone", Arg{Index: 0, Op: "masked_eq", Mask: flag, Value: flag}))
@@ -180,6 +202,46 @@ func argDenials() []Rule {
 			argDeny("device nodes: a way to raw disks and memory", "mknodat", Arg{Index: 2, Op: "masked_eq", Mask: sIFMT, Value: mode}))
 	}
 	return r
+}
+
+// setIDDenials keep the program from making setuid or setgid files: in a
+// writable host directory such a file would keep its bit on the host, and
+// for a root caller belong to root (the sandbox user maps to the caller).
+// nosuid on the mounts does not help (the bit is stored, and the host sees
+// it through its own mounts), so the rule is on the syscalls that set a
+// mode, as systemd's RestrictSUIDSGID does: the chmod family and the
+// creation modes of open, openat, creat, mkdir, mkdirat, mknod and
+// mknodat. openat2's mode is in a struct a filter cannot read: it fails
+// with ENOSYS (libc and Go fall back to openat). File capabilities need
+// CAP_SETFCAP, which the program never has.
+func setIDDenials() []Rule {
+	const reason = "setuid/setgid bits: a file the program makes in a host directory must never run with its owner's rights there"
+	var r []Rule
+	for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
+		mode := func(i uint) Arg { return Arg{Index: i, Op: "masked_eq", Mask: bit, Value: bit} }
+		r = append(r,
+			argDeny(reason, "chmod", mode(1)), argDeny(reason, "fchmod", mode(1)),
+			argDeny(reason, "fchmodat", mode(2)), argDeny(reason, "fchmodat2", mode(2)),
+			argDeny(reason, "creat", mode(1)), argDeny(reason, "mkdir", mode(1)), argDeny(reason, "mkdirat", mode(2)),
+			argDeny(reason, "mknod", mode(1)), argDeny(reason, "mknodat", mode(2)))
+		// open's mode counts only with O_CREAT or O_TMPFILE.
+		for _, create := range []uint64{unix.O_CREAT, unix.O_TMPFILE &^ unix.O_DIRECTORY} {
+			r = append(r,
+				argDeny(reason, "open", Arg{Index: 1, Op: "masked_eq", Mask: create, Value: create}, mode(2)),
+				argDeny(reason, "openat", Arg{Index: 2, Op: "masked_eq", Mask: create, Value: create}, mode(3)))
+		}
+	}
+	return r
+}
+
+// openat2Rule: openat2's mode is behind a pointer (see setIDDenials).
+var openat2Rule = Rule{Names: []string{"openat2"}, Verdict: ENOSYS,
+	Reason: "its mode is in a struct no filter can read (setuid/setgid bits); ENOSYS makes libc fall back to openat"}
+
+// NoSetID is the filter every sandbox gets whatever its syscall policy
+// (unconfined or a JSON profile too): only the setuid/setgid rules.
+func NoSetID() *Policy {
+	return &Policy{Name: "no-setid", Default: Allow, Rules: append(setIDDenials(), openat2Rule)}
 }
 
 // strictAllowed is what plain compute programs need: reading and writing
@@ -221,6 +283,10 @@ func Strict() *Policy {
 		argDeny("strict: no file creation", "open", Arg{Index: 1, Op: "masked_eq", Mask: unix.O_CREAT, Value: unix.O_CREAT}),
 		argDeny("strict: no writing to files opened for writing", "openat", Arg{Index: 2, Op: "masked_eq", Mask: unix.O_ACCMODE, Value: unix.O_WRONLY}),
 		argDeny("strict: no writing to files opened for writing", "openat", Arg{Index: 2, Op: "masked_eq", Mask: unix.O_ACCMODE, Value: unix.O_RDWR}),
+		argDeny("strict: no writing to files opened for writing", "open", Arg{Index: 1, Op: "masked_eq", Mask: unix.O_ACCMODE, Value: unix.O_WRONLY}),
+		argDeny("strict: no writing to files opened for writing", "open", Arg{Index: 1, Op: "masked_eq", Mask: unix.O_ACCMODE, Value: unix.O_RDWR}),
+		argDeny("strict: no truncating (O_TRUNC empties a file opened read-only)", "openat", Arg{Index: 2, Op: "masked_eq", Mask: unix.O_TRUNC, Value: unix.O_TRUNC}),
+		argDeny("strict: no truncating (O_TRUNC empties a file opened read-only)", "open", Arg{Index: 1, Op: "masked_eq", Mask: unix.O_TRUNC, Value: unix.O_TRUNC}),
 	)
 	return p
 }
