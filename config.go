@@ -160,6 +160,8 @@ type Config struct {
 	// TTY keeps the program in the caller's session so it can use the
 	// caller's terminal (job control, a controlling tty). Without it the
 	// program gets a session of its own and cannot inject keystrokes.
+	// With it, this process ignores SIGTTOU and SIGTTIN from then on, so
+	// that the program cannot stop it through the terminal.
 	TTY bool
 
 	// Stdin, Stdout and Stderr are the program's streams; nil means

@@ -150,6 +150,12 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		log.v("Mount: %s at %s, %s%s", m.src, m.dst, mode, from)
 	}
 
+	if cfg.TTY {
+		// The program shares the terminal: it may take its foreground and
+		// set TOSTOP, and ward's next line on it would then stop ward (and
+		// with it the time limit). ward never reads the terminal.
+		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
+	}
 	var sigs chan os.Signal
 	if cfg.ForwardSignals {
 		sigs = make(chan os.Signal, 8)

@@ -178,12 +178,16 @@ func (s *Sandbox) oomKills() uint64 {
 	return st.OOMKills
 }
 
+// outputGrace is how long an ended command's output is still read while
+// some process of the sandbox keeps its stdout or stderr open.
+const outputGrace = 250 * time.Millisecond
+
 // commandStdio makes the command's three fds: a stream that is an
 // *os.File is passed as is, any other is copied through a pipe. wait
 // waits for the copies; closeChild closes this side's copies of the
 // command's ends once the init has them.
 func commandStdio(c Command) (files [3]*os.File, wait func(), closeChild func(), err error) {
-	var child []*os.File
+	var child, readers []*os.File
 	var wg sync.WaitGroup
 	devnull := func(flag int) (*os.File, error) {
 		f, err := os.OpenFile(os.DevNull, flag, 0)
@@ -227,11 +231,29 @@ func commandStdio(c Command) (files [3]*os.File, wait func(), closeChild func(),
 				return fail(err)
 			}
 			files[i+1], child = w, append(child, w)
+			readers = append(readers, r)
 			wg.Add(1)
 			go func() { defer wg.Done(); _, _ = io.Copy(o, r); r.Close() }()
 		}
 	}
-	return files, wg.Wait, func() {
+	// The copies end at EOF, when every process holding the command's
+	// stdout and stderr has closed them; a background process that keeps
+	// them open must not hold the command's result: after outputGrace the
+	// copies stop (what it writes later is lost, and it gets EPIPE).
+	wait = func() {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+			return
+		case <-time.After(outputGrace):
+		}
+		for _, r := range readers {
+			_ = r.SetReadDeadline(time.Now())
+		}
+		<-done
+	}
+	return files, wait, func() {
 		for _, f := range child {
 			f.Close()
 		}

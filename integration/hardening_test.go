@@ -1,11 +1,20 @@
 package integration
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The findings of the security review of da612ca, each a probe that the
@@ -113,4 +122,114 @@ func TestHardeningSocketFamiliesAllowList(t *testing.T) {
 			args: []string{c.fam, c.typ, c.proto}, want: []string{"EPERM"}})
 	}
 	runEscapeCases(t, cases)
+}
+
+// TestHardeningExecLeavesNoCallerStreamInTheSandbox: `ward exec` relays the
+// caller's streams through pipes. A background process of the command
+// keeps nothing of the caller's: what is written to the caller's stdin
+// after exec returned reaches nobody (EPIPE), and the caller's stdout
+// closes when ward does.
+func TestHardeningExecLeavesNoCallerStreamInTheSandbox(t *testing.T) {
+	needRoot(t)
+	name := sandboxName()
+	if r := run(t, opts{}, "start", "--name="+name); r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	t.Cleanup(func() { run(t, opts{}, "stop", name) })
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdinR.Close(); stdinW.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	args := []string{"exec", name, "--", "sh", "-c", `(sleep 3; cat > /tmp/stolen) & (sleep 30 &) ; echo started`}
+	cmd := wardCmd(ctx, opts{}, args)
+	cmd.Stdin = stdinR
+	r := runCmd(t, ctx, cmd, args) // fails if a sandbox process kept ward's stdout open
+	stdinR.Close()
+	if r.code != 0 || !strings.Contains(r.stdout, "started") {
+		t.Fatalf("exec: %s", r)
+	}
+	if _, err := stdinW.Write([]byte("typed after exec returned\n")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("writing to the caller's stdin after exec returned: %v, want EPIPE (a sandbox process still holds it)", err)
+	}
+	stdinW.Close()
+	time.Sleep(3500 * time.Millisecond) // the background reader's turn
+	if r := run(t, opts{}, "exec", name, "--", "sh", "-c", "cat /tmp/stolen 2>/dev/null; echo end"); strings.Contains(r.stdout, "typed") {
+		t.Errorf("a background process read what the caller typed after exec returned\n%s", r)
+	}
+}
+
+// TestHardeningStdioJSONAnswersDespiteABackgroundProcess: a request whose
+// program leaves a process holding stdout is answered when the program
+// ends (not when the background process does), and a request's time limit
+// holds.
+func TestHardeningStdioJSONAnswersDespiteABackgroundProcess(t *testing.T) {
+	in := `{"args":["sh","-c","sleep 40 & echo first"],"time_limit":"2s"}` + "\n" +
+		`{"args":["sh","-c","setsid sleep 40 & sleep 40"],"time_limit":"2s"}` + "\n"
+	r := run(t, opts{stdin: in}, "run", "--stdio-json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 2 {
+		t.Fatalf("want two result lines\n%s", r)
+	}
+	first, second := decodeOne(t, "first result", lines[0]), decodeOne(t, "second result", lines[1])
+	if first["status"] != "exited" || !strings.Contains(fmt.Sprint(first["stdout"]), "first") {
+		t.Errorf("first request: %v", first)
+	}
+	if second["status"] != "timeout" {
+		t.Errorf("second request: status %v, want timeout", second["status"])
+	}
+	// Both background sleeps run 40 s: answering before them is the point.
+	if r.elapsed > 20*time.Second {
+		t.Errorf("the answers waited for the background processes (%v)\n%s", r.elapsed, r)
+	}
+}
+
+// TestHardeningTTYProgramCannotStopWard: with --tty, run from a
+// job-control shell with ward's stderr on the terminal, a program that
+// takes the foreground and sets TOSTOP cannot stop ward (the shell would
+// see 150, SIGTTOU): the time limit still ends it with 124.
+func TestHardeningTTYProgramCannotStopWard(t *testing.T) {
+	needRoot(t)
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty on this host: %v", err)
+	}
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	screen := make(chan string)
+	go func() { b, _ := io.ReadAll(master); screen <- string(b) }()
+	src := escapeFile(t, "_prelude.py") + escapeFile(t, "tty_tostop.py")
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	// bash -m: job control, so ward runs as a job of its own in the
+	// shell's session, as from an interactive shell.
+	cmd := exec.CommandContext(ctx, "bash", "-m", "-c", `"$0" run --tty --time-limit=2s -- python3 -c "$1" tty_tostop; echo "ward-exit=$?"`, wardBin, src)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	tty.Close()
+	var out string
+	select {
+	case out = <-screen:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the terminal stayed open after the shell exited")
+	}
+	if !strings.Contains(out, "ward-exit=124") {
+		t.Errorf("want ward-exit=124 (a stopped ward shows 150); the terminal showed:\n%s", out)
+	}
 }

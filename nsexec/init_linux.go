@@ -227,6 +227,9 @@ func (p *proc) runProgram() {
 		// and this init: ^C and ^\ reach it from the terminal itself.
 		relay = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 		signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+		// Nor may the program stop the init through the terminal (its
+		// own process resets every signal before exec).
+		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
 	}
 	signal.Notify(sigs, append([]os.Signal{syscall.SIGCHLD}, relay...)...)
 	// The parent only ever closes its end: EOF means it died, and then the

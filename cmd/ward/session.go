@@ -476,7 +476,7 @@ func serveClient(c *net.UnixConn, sb *ward.Sandbox, name string, started time.Ti
 
 // call sends one request (with fds) to sandbox name's supervisor and
 // decodes its answer into out.
-func call(name string, req sessionRequest, fds []int, out any) error {
+func call(name string, req sessionRequest, fds []int, out any, sent ...func()) error {
 	c, err := net.Dial("unix", filepath.Join(stateOf(name), "sock"))
 	if err != nil {
 		return fmt.Errorf("no running sandbox %q (%w)", name, err)
@@ -490,6 +490,9 @@ func call(name string, req sessionRequest, fds []int, out any) error {
 	}
 	if _, _, err := uc.WriteMsgUnix(b, oob, nil); err != nil {
 		return err
+	}
+	for _, f := range sent {
+		f() // the fds are in flight: this side's copies may go
 	}
 	return json.NewDecoder(uc).Decode(out)
 }
@@ -531,8 +534,16 @@ func newExecCmd() *cobra.Command {
 				Error *string `json:"error"`
 			}
 			raw := json.RawMessage{}
-			err := call(name, sessionRequest{Op: "exec", Args: command, Env: env, Dir: dir, TimeLimit: timeLimit},
-				[]int{int(os.Stdin.Fd()), int(os.Stdout.Fd()), int(os.Stderr.Fd())}, &raw)
+			// The sandbox gets pipes, never this process's own streams: a
+			// background process of the command could otherwise go on
+			// reading the caller's terminal after exec returned.
+			relay, err := newStdioRelay(os.Stdin, os.Stdout, os.Stderr)
+			if err != nil {
+				return &exitError{code: ward.ExitSetup, msg: "exec: " + err.Error()}
+			}
+			err = call(name, sessionRequest{Op: "exec", Args: command, Env: env, Dir: dir, TimeLimit: timeLimit},
+				relay.fds(), &raw, relay.sent)
+			relay.finish()
 			if err != nil {
 				return &exitError{code: ward.ExitSetup, msg: err.Error()}
 			}
