@@ -143,13 +143,13 @@ func TestVerifyPassesAndFailsWhenSabotaged(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "0 failing") || strings.Count(r.stdout, "\n") < 16 {
 		t.Fatalf("ward verify failed on this host\n%s", r)
 	}
-	for _, line := range []string{"ok   runs as the user sandbox", "ok   a seccomp filter is active", "ok   a memory limit is enforced"} {
+	for _, line := range []string{"ok   runs as the user sandbox", "ok   the syscall policy refuses a new user namespace", "ok   a memory limit is enforced"} {
 		if !strings.Contains(r.stdout, line) {
 			t.Errorf("verify lacks %q\n%s", line, r)
 		}
 	}
 	for id, line := range map[string]string{
-		"seccomp": "FAIL a seccomp filter is active",
+		"seccomp": "FAIL the syscall policy refuses a new user namespace",
 		"timeout": "FAIL a time limit is enforced",
 		"network": "FAIL no network but lo",
 	} {

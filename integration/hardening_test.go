@@ -233,3 +233,29 @@ func TestHardeningTTYProgramCannotStopWard(t *testing.T) {
 		t.Errorf("want ward-exit=124 (a stopped ward shows 150); the terminal showed:\n%s", out)
 	}
 }
+
+// TestHardeningSandboxCannotExhaustHostRootsCounters: while a sandbox
+// holds every inotify instance it can get, host root can still make one
+// (the sandbox's user namespace is not owned by host root).
+func TestHardeningSandboxCannotExhaustHostRootsCounters(t *testing.T) {
+	needRoot(t)
+	src := escapeFile(t, "_prelude.py") + escapeFile(t, "inotify_exhaust.py")
+	p := startWard(t, opts{}, "run", "--file-descriptors=4096", "--", "python3", "-c", src, "inotify_exhaust", "4")
+	deadline := time.Now().Add(30 * time.Second)
+	out := func() string { b, _ := os.ReadFile(p.outPath); return string(b) }
+	for !strings.Contains(out(), "holding") {
+		if time.Now().After(deadline) || p.exited() {
+			t.Fatalf("the probe never held its instances\n%s", p.wait())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Errorf("host root's inotify_init1 while a sandbox holds its instances: %v (%s)", err, strings.TrimSpace(out()))
+	} else {
+		unix.Close(fd)
+	}
+	if r := p.wait(); r.code != 0 || !strings.Contains(r.stdout, "CONTAINED") {
+		t.Errorf("probe: %s", r)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -134,7 +135,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	}
 	t0 := monoUs()
 	// Start returns once the child has exec'd (or failed to).
-	if err := cmd.Start(); err != nil {
+	if err := startOwnedBy(cmd, HostUIDBase); err != nil {
 		parent.Close()
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
@@ -305,4 +306,55 @@ func errno(err error) syscall.Errno {
 		return en
 	}
 	return 0
+}
+
+// secbitNoSetUIDFixup keeps a thread's capabilities when its uids change
+// from 0 (capabilities(7), SECBIT_NO_SETUID_FIXUP).
+const secbitNoSetUIDFixup = 1 << 2
+
+// startOwnedBy starts cmd, whose clone makes the sandbox's user
+// namespace, from an OS thread whose effective uid is owner (the uid the
+// sandbox's root maps to), so that the namespace is owned by owner, not by
+// host root. The kernel charges per-user counters (inotify instances and
+// watches, mqueue bytes, user namespaces) up the chain of namespace
+// owners: a sandbox owned by host root could exhaust root's. Only this
+// thread's credentials change (raw syscalls; Go's setresuid would change
+// every thread), with SECBIT_NO_SETUID_FIXUP so it keeps the capabilities
+// to write the child's uid_map; they are restored before the thread goes
+// back to other goroutines. The thread must live on: the child's
+// Pdeathsig follows the thread that cloned it. An unprivileged caller
+// owns its namespaces itself.
+func startOwnedBy(cmd *exec.Cmd, owner int) error {
+	if os.Geteuid() != 0 {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		bits, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_GET_SECUREBITS, 0, 0)
+		if e != 0 {
+			errc <- fmt.Errorf("prctl(PR_GET_SECUREBITS): %w", e)
+			return // the locked thread ends with this goroutine
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, bits|secbitNoSetUIDFixup, 0); e != 0 {
+			errc <- fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", e)
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(owner), ^uintptr(0)); e != 0 {
+			errc <- fmt.Errorf("setresuid(-1, %d, -1) on the cloning thread: %w", owner, e)
+			return
+		}
+		err := cmd.Start()
+		_, _, e1 := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), 0, ^uintptr(0))
+		_, _, e2 := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_SECUREBITS, bits, 0)
+		if e1 != 0 || e2 != 0 {
+			// Never hand a thread with other credentials to the runtime:
+			// keep it locked (and alive, for the child's Pdeathsig).
+			errc <- err
+			select {}
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
 }

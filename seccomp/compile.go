@@ -51,13 +51,17 @@ func CompileCached(p *Policy) ([]Program, error) {
 	return progs, err
 }
 
+// compileLayout names how Compile splits a policy into filters: change it
+// with Compile, so that no cached program of another layout is loaded.
+const compileLayout = 2
+
 func cacheKey(p *Policy) string {
 	h := sha256.New()
 	_ = json.NewEncoder(h).Encode(p)
 	maj, min, mic := sc.GetLibraryVersion()
 	var u unix.Utsname
 	_ = unix.Uname(&u)
-	fmt.Fprintf(h, "libseccomp %d.%d.%d kernel %s", maj, min, mic, unix.ByteSliceToString(u.Release[:]))
+	fmt.Fprintf(h, "compile %d libseccomp %d.%d.%d kernel %s", compileLayout, maj, min, mic, unix.ByteSliceToString(u.Release[:]))
 	return p.Name + "-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -144,9 +148,10 @@ func Compile(p *Policy) ([]Program, error) {
 			if len(conds) == 0 && r.Verdict == p.Default {
 				continue // the default already says so (libseccomp refuses the rule)
 			}
-			if len(conds) == 0 {
+			if len(conds) == 0 && p.Default != Allow {
 				err = base.AddRule(call, act)
 			} else {
+				// Under a default allow, one filter holds every rule.
 				err = args.AddRuleConditional(call, act, conds)
 				nargs++
 			}
@@ -159,7 +164,7 @@ func Compile(p *Policy) ([]Program, error) {
 	// itself, so it must be the last one loaded.
 	out := []Program{}
 	for _, f := range []*sc.ScmpFilter{args, base} {
-		if f == args && nargs == 0 {
+		if (f == args && nargs == 0) || (f == base && p.Default == Allow && nargs > 0) {
 			continue
 		}
 		b, err := export(f)

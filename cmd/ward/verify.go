@@ -267,8 +267,15 @@ func checks() []check {
 			}
 			return expect(c, stdoutIs("42"), "bash", "-c", "echo $((6*7))")
 		}},
-		{"seccomp", "a seccomp filter is active", func(c ward.Config) (string, string) {
-			return expect(c, stdoutIs("2"), "sh", "-c", "sed -n 's/^Seccomp:[[:space:]]*//p' /proc/self/status")
+		// Not just "a filter": the setuid/setgid filter is there even
+		// unconfined. A new user namespace is what the policies refuse
+		// first (the kernel alone would allow it).
+		{"seccomp", "the syscall policy refuses a new user namespace", func(c ward.Config) (string, string) {
+			if !onHost("/usr/bin/unshare") && !onHost("/bin/unshare") {
+				return "skip", "no unshare (util-linux) on this host"
+			}
+			return expect(c, stdoutIs("2 refused"), "sh", "-c",
+				"s=$(sed -n 's/^Seccomp:[[:space:]]*//p' /proc/self/status); unshare -U true 2>/dev/null && echo \"$s allowed\" || echo \"$s refused\"")
 		}},
 		{"caps", "no capabilities, no_new_privs set", func(c ward.Config) (string, string) {
 			return expect(c, stdoutIs("0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 1"), "sh", "-c",
