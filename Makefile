@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
 	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean man bench
+.PHONY: all deps build demo test unit integration lint fmt clean man bench soak
 all: build
 
 deps: .deps-stamp
@@ -48,6 +48,15 @@ bench: build
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
 	fi
 	bash bench/run.sh
+
+# The soak (not part of make test): 1,000 runs with ward SIGKILLed at random
+# points, 100 at once, hostile programs; then nothing may be left. Writes
+# docs/soak.md. SOAK_RUNS and SOAK_PARALLEL size it.
+SOAK_RUNS ?= 1000
+SOAK_PARALLEL ?= 100
+soak: build
+	WARD_SOAK_RUNS=$(SOAK_RUNS) WARD_SOAK_PARALLEL=$(SOAK_PARALLEL) WARD_SOAK_REPORT=$(CURDIR)/docs/soak.md \
+		$(GO) test -count=1 -tags soak -timeout 60m -run '^TestSoak$$' -v ./integration
 
 # Man pages from the same definitions as --help, into bin/man.
 man: build
