@@ -33,6 +33,16 @@ const (
 	SeccompUnconfined = "unconfined"
 )
 
+// How limits may be held where no cgroup is to be had (Config.Limits).
+const (
+	// LimitsStrict refuses a limit only a cgroup can hold for the whole
+	// sandbox (memory, CPU share, CPU time across processes).
+	LimitsStrict = "strict"
+	// LimitsBestEffort holds such limits per process (rlimits) instead,
+	// and says so in the result.
+	LimitsBestEffort = "best-effort"
+)
+
 // Log levels for what ward itself prints on stderr.
 const (
 	LogQuiet   = "quiet"
@@ -142,6 +152,10 @@ type Config struct {
 	// MaxFileSize is RLIMIT_FSIZE in bytes: a larger write fails with
 	// EFBIG; 0 means none.
 	MaxFileSize int64
+	// Limits is LimitsStrict (when empty) or LimitsBestEffort: what to do
+	// when this host gives ward no cgroup (an unprivileged caller without
+	// a delegated cgroup v2 subtree) and a limit needs one.
+	Limits string
 	// Seccomp is the syscall policy: "default" (when empty), "strict",
 	// "unconfined" (no filter: unsafe), or the path of an OCI/Docker JSON
 	// seccomp profile.
@@ -301,6 +315,11 @@ func (c Config) Validate() error {
 		if p < 1 || p > 65535 {
 			return &ConfigError{Key: "allow-port", Value: fmt.Sprint(p), Reason: "want a port from 1 to 65535"}
 		}
+	}
+	switch c.Limits {
+	case "", LimitsStrict, LimitsBestEffort:
+	default:
+		return &ConfigError{Key: "limits", Value: c.Limits, Reason: "want strict or best-effort"}
 	}
 	switch c.Log {
 	case LogQuiet, LogNormal, LogVerbose:

@@ -17,6 +17,7 @@ import (
 // (DESIGN.md section 3), so a project's simple.toml works as is.
 
 type limitKeys struct {
+	Limits          *string `toml:"limits"`
 	TimeLimit       *string `toml:"time_limit"`
 	CPUTimeLimit    *string `toml:"cpu_time_limit"`
 	MemoryLimit     *string `toml:"memory_limit"`
@@ -115,6 +116,7 @@ type Layer struct {
 	BlockInternal                        *bool
 	AllowRead, AllowWrite, DenyPaths     *[]string
 	Seccomp                              *string
+	Limits                               *string
 	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
 	Scratch [3]struct {
 		Size  *int64
@@ -148,7 +150,7 @@ func (e *FileError) Error() string {
 }
 
 // knownKeys are every key the schema has, for "did you mean".
-var knownKeys = []string{"time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
+var knownKeys = []string{"limits", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
 	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
 	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
 
@@ -231,6 +233,10 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 		return l, fmt.Errorf("cpu_limit: %d: want a percentage of one CPU from 1 to 102400", *p.CPULimit)
 	}
 	l.CPULimit, l.FileDescriptors, l.Processes = p.CPULimit, p.FileDescriptors, p.Processes
+	if p.Limits != nil && *p.Limits != LimitsStrict && *p.Limits != LimitsBestEffort {
+		return l, fmt.Errorf("limits: %q: want strict or best-effort", *p.Limits)
+	}
+	l.Limits = p.Limits
 	// Nested tables first, flattened keys over them.
 	net, fs := networkKeys{}, filesystemKeys{}
 	if p.Network != nil {
@@ -488,6 +494,7 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("max_file_size", l.MaxFileSize != nil, func() { c.MaxFileSize = *l.MaxFileSize })
 	set("max_files", l.MaxFiles != nil, func() { c.MaxFiles = *l.MaxFiles })
 	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
+	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
 	for i, d := range c.scratchDirs() {
 		sc := l.Scratch[i]
 		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })

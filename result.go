@@ -100,6 +100,12 @@ type Limits struct {
 	FileDescriptors  *int   `json:"file_descriptors"`
 	MaxFileSizeBytes *int64 `json:"max_file_size_bytes"`
 	OutputLimitBytes *int64 `json:"output_limit_bytes"`
+	// EnforcedBy says, for each limit set, what holds it: "cgroup" (the
+	// whole sandbox), "ward" (ward's init ends the sandbox),
+	// "rlimit-per-process" (each process on its own), or
+	// "rlimit-per-user-namespace" (RLIMIT_NPROC: the sandbox user's
+	// processes in the sandbox's user namespace).
+	EnforcedBy map[string]string `json:"enforced_by,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }

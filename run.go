@@ -176,6 +176,13 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	// The cgroup exists before any process of the sandbox does; the
 	// program's process joins it before it runs any of its code.
 	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
+	if err != nil && os.Geteuid() != 0 {
+		// An unprivileged caller without a delegated cgroup: what a
+		// cgroup alone can hold is refused, or held per process.
+		if err = withoutCgroup(cfg, spec, res, err); err == nil {
+			cg = cgroup.None()
+		}
+	}
 	if err != nil {
 		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
 	}
@@ -342,6 +349,42 @@ type supervision struct {
 	ctxErr    error
 }
 
+// withoutCgroup prepares a sandbox that gets no cgroup (cgErr says why):
+// processes are held by RLIMIT_NPROC; memory and CPU time per process
+// (RLIMIT_DATA, RLIMIT_CPU) with --limits=best-effort, else refused, and
+// so is a CPU share, which nothing else can hold. The result says what
+// holds each limit.
+func withoutCgroup(cfg Config, spec *nsexec.Spec, res *Result, cgErr error) error {
+	need := []string{}
+	if cfg.MemoryLimit > 0 {
+		need = append(need, "--memory-limit")
+	}
+	if cfg.CPUTimeLimit > 0 {
+		need = append(need, "--cpu-time-limit")
+	}
+	if cfg.CPULimit > 0 {
+		need = append(need, "--cpu-limit")
+	}
+	const how = "get a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes ward run ..., or a systemd service with Delegate=yes)"
+	switch {
+	case cfg.CPULimit > 0:
+		return fmt.Errorf("%s needs a cgroup, and this host gives ward none (%v): %s; nothing per process can hold a CPU share", strings.Join(need, ", "), cgErr, how)
+	case len(need) > 0 && cfg.Limits != LimitsBestEffort:
+		return fmt.Errorf("%s needs a cgroup to hold the whole sandbox, and this host gives ward none (%v): %s, or accept per-process limits with --limits=best-effort", strings.Join(need, ", "), cgErr, how)
+	}
+	spec.NProc = uint64(cfg.Processes)
+	by := res.Limits.EnforcedBy
+	by["processes"] = "rlimit-per-user-namespace"
+	if cfg.MemoryLimit > 0 {
+		spec.DataBytes = uint64(cfg.MemoryLimit)
+		by["memory_limit_bytes"] = "rlimit-per-process"
+	}
+	if cfg.CPUTimeLimit > 0 {
+		by["cpu_time_limit_ms"] = "rlimit-per-process"
+	}
+	return nil
+}
+
 // timeLimitBackstop is how long after the program's time limit ward
 // itself ends a sandbox whose init has not (the init enforces the limit on
 // the program's own clock; this only guards against an init that cannot).
@@ -485,6 +528,23 @@ func newResult(cfg Config) *Result {
 	}
 	r.Limits.FileDescriptors = ptr(cfg.FileDescriptors)
 	r.Limits.Processes = ptr(cfg.Processes)
+	by := map[string]string{"processes": "cgroup", "file_descriptors": "rlimit-per-process"}
+	r.Limits.EnforcedBy = by
+	if cfg.TimeLimit > 0 {
+		by["time_limit_ms"] = "ward"
+	}
+	if cfg.CPUTimeLimit > 0 {
+		by["cpu_time_limit_ms"] = "cgroup"
+	}
+	if cfg.MemoryLimit > 0 {
+		by["memory_limit_bytes"] = "cgroup"
+	}
+	if cfg.CPULimit > 0 {
+		by["cpu_limit_percent"] = "cgroup"
+	}
+	if cfg.MaxFileSize > 0 {
+		by["max_file_size_bytes"] = "rlimit-per-process"
+	}
 	if cfg.CPUTimeLimit > 0 {
 		r.Limits.CPUTimeLimitMs = ptr(cfg.CPUTimeLimit.Milliseconds())
 	}
@@ -573,6 +633,8 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		NoFile:     uint64(cfg.FileDescriptors),
 		Overlay:    cfg.Overlay,
 		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
+		// An unprivileged caller's single mapping denies setgroups.
+		KeepGroups: os.Geteuid() != 0,
 		FileSize:   uint64(cfg.MaxFileSize),
 		// The init times the program from its exec.
 		TimeLimitUs: cfg.TimeLimit.Microseconds(),

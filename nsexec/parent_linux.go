@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -132,6 +133,9 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 			Pdeathsig:  syscall.SIGKILL,
 			Setsid:     !opt.TTY,
 		},
+	}
+	if os.Geteuid() != 0 {
+		unprivileged(cmd.SysProcAttr)
 	}
 	t0 := monoUs()
 	// Start returns once the child has exec'd (or failed to).
@@ -357,4 +361,37 @@ func startOwnedBy(cmd *exec.Cmd, owner int) error {
 		errc <- err
 	}()
 	return <-errc
+}
+
+// SandboxUID is the uid (and gid) of the program inside.
+const SandboxUID = 1000
+
+// unprivileged adapts the clone to a caller without privileges, which
+// the kernel lets map one id only, its own: the sandbox user (1000
+// inside) is the caller, and setgroups(2) is denied in the namespace. The
+// init runs as that user too, with every capability of its namespace kept
+// across its exec as ambient capabilities (it needs them to build the
+// root; the program's process drops them all).
+func unprivileged(a *syscall.SysProcAttr) {
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: os.Geteuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: SandboxUID, HostID: os.Getegid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	a.Credential = &syscall.Credential{Uid: SandboxUID, Gid: SandboxUID, NoSetGroups: true}
+	a.AmbientCaps = nil
+	for c := uintptr(0); c <= lastCap(); c++ {
+		a.AmbientCaps = append(a.AmbientCaps, c)
+	}
+}
+
+// lastCap is the kernel's highest capability number.
+func lastCap() uintptr {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 40 // CAP_CHECKPOINT_RESTORE, Linux 5.9
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 || n > 63 {
+		return 40
+	}
+	return uintptr(n)
 }

@@ -176,6 +176,17 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		rl.rlim_max = g->cpu_seconds + 1;
 		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CPU, (long)&rl, 0, 0, 0), RLIMIT_CPU);
 	}
+	if (g->nproc) {
+		// Without a cgroup, the process limit: the kernel counts the
+		// sandbox user's processes in the sandbox's own user namespace.
+		rl.rlim_cur = rl.rlim_max = g->nproc;
+		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_NPROC, (long)&rl, 0, 0, 0), RLIMIT_NPROC);
+	}
+	if (g->data) {
+		// Memory per process, where no cgroup holds the sandbox's.
+		rl.rlim_cur = rl.rlim_max = g->data;
+		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_DATA, (long)&rl, 0, 0, 0), RLIMIT_DATA);
+	}
 	if (g->file_size) {
 		rl.rlim_cur = rl.rlim_max = g->file_size;
 		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_FSIZE, (long)&rl, 0, 0, 0), RLIMIT_FSIZE);
@@ -215,7 +226,9 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	// must not follow the program.
 	t = now_us();
 	uint32_t gid = g->gid;
-	CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
+	// Under an unprivileged caller's single mapping the kernel denies
+	// setgroups(2): the groups stay the caller's (unmapped: nogroup).
+	if (!g->keep_groups) CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
 	CHECK(WARD_STEP_USER, sys(SYS_setresgid, g->gid, g->gid, g->gid, 0, 0), 1);
 	CHECK(WARD_STEP_USER, sys(SYS_setresuid, g->uid, g->uid, g->uid, 0, 0), 2);
 	STEP(WARD_STEP_USER);

@@ -145,6 +145,10 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 		g.ignore_xfsz = 1
 	}
 	g.uid, g.gid = C.int(spec.UID), C.int(spec.GID)
+	g.nproc, g.data = C.uint64_t(spec.NProc), C.uint64_t(spec.DataBytes)
+	if spec.KeepGroups {
+		g.keep_groups = 1
+	}
 	if spec.SeccompNotify != "" {
 		g.notify = 1
 	}
@@ -257,7 +261,7 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 	case C.WARD_STEP_CGROUP:
 		what, hint = fmt.Sprintf("write 0 to cgroup.procs (fd %d)", detail), " (ward needs Linux 5.16 or later)"
 	case C.WARD_STEP_RLIMITS:
-		names := map[int64]string{unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_CPU: "RLIMIT_CPU", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE"}
+		names := map[int64]string{unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_CPU: "RLIMIT_CPU", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE", unix.RLIMIT_NPROC: "RLIMIT_NPROC", unix.RLIMIT_DATA: "RLIMIT_DATA"}
 		what = "setrlimit " + names[detail]
 	case C.WARD_STEP_CGROUPNS:
 		what = "unshare(CLONE_NEWCGROUP)"

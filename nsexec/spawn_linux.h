@@ -47,6 +47,9 @@ struct ward_gate {
 	uint64_t nofile, cpu_seconds, file_size;
 	int ignore_xfsz;
 	int uid, gid;
+	int keep_groups; // setgroups is denied here (an unprivileged caller's single mapping)
+	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
+	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
 	int notify; // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];

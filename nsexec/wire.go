@@ -87,6 +87,15 @@ type Spec struct {
 	// FileSize is RLIMIT_FSIZE in bytes (0: none); SIGXFSZ is then ignored
 	// so that a write past it fails with EFBIG instead of killing.
 	FileSize uint64 `json:"fsize,omitempty"`
+	// KeepGroups: the kernel denies setgroups(2) in this user namespace
+	// (an unprivileged caller's single mapping); the program keeps the
+	// groups it has. NProc is RLIMIT_NPROC (0: leave it), the process
+	// limit where no cgroup holds one.
+	KeepGroups bool   `json:"keep_groups,omitempty"`
+	NProc      uint64 `json:"nproc,omitempty"`
+	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
+	// cgroup holds the sandbox's (--limits=best-effort).
+	DataBytes uint64 `json:"data,omitempty"`
 	// TimeLimitUs is the program's wall-clock limit (0: none), timed by
 	// the init from the program's exec: ward's setup never counts.
 	TimeLimitUs int64 `json:"time_limit_us,omitempty"`

@@ -69,6 +69,7 @@ type runFlags struct {
 	explain         bool
 	stdioJSON       bool
 	fileDescriptors int
+	limits          string
 	env             []string
 	network         string
 	workdir         string
@@ -148,6 +149,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.memoryLimit, "memory-limit", "", "memory of the whole sandbox, swap included (64M, 1G); exit 125 when exceeded")
 	fl.IntVar(&f.cpuLimit, "cpu-limit", 0, "share of one CPU in percent (50 = half a core, 200 = two)")
 	fl.IntVar(&f.processes, "processes", ward.DefaultProcesses, "most tasks (processes and threads) of the program alive at once")
+	fl.StringVar(&f.limits, "limits", ward.LimitsStrict, "without a cgroup (unprivileged, no delegated cgroup v2 subtree): strict refuses --memory-limit, --cpu-limit and --cpu-time-limit; best-effort holds memory and CPU time per process (rlimits) and says so in the result")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "", "largest file the program may write (10M); a larger write fails with EFBIG")
 	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
 	fl.StringVar(&f.seccomp, "seccomp", ward.SeccompDefault, "syscall policy: default, strict, unconfined (unsafe), or an OCI/Docker JSON profile FILE")
@@ -205,6 +207,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		FileDescriptors: f.fileDescriptors,
 		Log:             f.sandboxLog,
 		Seccomp:         f.seccomp,
+		Limits:          f.limits,
 		AllowRead:       f.allowRead,
 		AllowWrite:      f.allowWrite,
 		VirtualFS:       f.virtualFS,

@@ -36,6 +36,7 @@ var layeredFlags = []struct {
 	{"allow-write", "allow_write", func(d *ward.Config, s ward.Config) { d.AllowWrite = s.AllowWrite }},
 	{"deny-pattern", "deny_patterns (filesystem)", func(d *ward.Config, s ward.Config) { d.DenyPatterns = s.DenyPatterns }},
 	{"seccomp", "seccomp", func(d *ward.Config, s ward.Config) { d.Seccomp = s.Seccomp }},
+	{"limits", "limits", func(d *ward.Config, s ward.Config) { d.Limits = s.Limits }},
 	{"tmp-size", "tmp_size", func(d *ward.Config, s ward.Config) { d.Tmp.Size = s.Tmp.Size }},
 	{"home-size", "home_size", func(d *ward.Config, s ward.Config) { d.Home.Size = s.Home.Size }},
 	{"shm-size", "shm_size", func(d *ward.Config, s ward.Config) { d.Shm.Size = s.Shm.Size }},

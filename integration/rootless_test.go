@@ -1,0 +1,164 @@
+package integration
+
+// ward for ordinary users: the same bin/ward, run as a throwaway user the
+// test creates (and removes), with no setuid bit and no delegated cgroup
+// (this host's cgroup v1 gives an ordinary user none; in the VM, cgroup v2
+// does not either unless a test delegates a subtree).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// testUser is a throwaway account and a copy of bin/ward it can run.
+type testUser struct {
+	name     string
+	uid, gid int
+	ward     string // bin/ward, copied where the user can reach it
+	dir      string // a working directory the user owns
+}
+
+// newTestUser creates a user for this test only; t.Cleanup removes it,
+// its files and every process it left.
+func newTestUser(t *testing.T) testUser {
+	t.Helper()
+	needRoot(t)
+	name := fmt.Sprintf("wardt%06d", rand.IntN(1000000))
+	if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v\n%s", name, err, out)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	t.Cleanup(func() {
+		// Only this test's user's processes: none should be left.
+		_ = exec.Command("pkill", "-KILL", "-U", strconv.Itoa(uid)).Run()
+		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v\n%s", name, err, out)
+		}
+	})
+	base, err := os.MkdirTemp("", "ward-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	tu := testUser{name: name, uid: uid, gid: gid, ward: filepath.Join(base, "ward"), dir: filepath.Join(base, "work")}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, wardBin, tu.ward, 0o755)
+	if err := os.Mkdir(tu.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tu.dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return tu
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs the user's ward with args, as the user, in the user's dir.
+func (u testUser) run(t *testing.T, o opts, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, u.ward, args...)
+	cmd.Dir = u.dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.dir, "USER=" + u.name, "LANG=C.UTF-8"}, o.env...)
+	if o.stdin != "" {
+		cmd.Stdin = strings.NewReader(o.stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+	return runCmd(t, ctx, cmd, args)
+}
+
+// TestRootlessInsideViewIsRoots: an ordinary user's sandbox looks as a
+// root caller's does from inside.
+func TestRootlessInsideViewIsRoots(t *testing.T) {
+	u := newTestUser(t)
+	r := u.run(t, opts{}, "run", "--", "sh", "-c", `id; hostname
+for k in CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs Seccomp; do sed -n "s/^$k:[[:space:]]*/$k=/p" /proc/self/status; done
+ip -o link | awk -F': ' '{print "link " $2}'; touch /usr/x 2>/dev/null && echo WROTE-USR; echo x > /tmp/f && echo tmp-ok; echo x > ~/f && echo home-ok; pwd`)
+	want := []string{"uid=1000(sandbox) gid=1000(sandbox)", "\nsandbox\n", "CapInh=0000000000000000", "CapPrm=0000000000000000",
+		"CapEff=0000000000000000", "CapBnd=0000000000000000", "CapAmb=0000000000000000", "NoNewPrivs=1", "Seccomp=2",
+		"link lo\n", "tmp-ok", "home-ok", "/home/sandbox"}
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("stdout lacks %q\n%s", w, r)
+		}
+	}
+	if strings.Contains(r.stdout, "WROTE-USR") {
+		t.Errorf("/usr is writable\n%s", r)
+	}
+}
+
+// TestRootlessLimitsWithoutACgroup: the time limit, processes, file
+// descriptors and file size hold without a cgroup; memory is refused (71,
+// saying how to get a cgroup) unless --limits=best-effort, and then the
+// result says it is held per process.
+func TestRootlessLimitsWithoutACgroup(t *testing.T) {
+	u := newTestUser(t)
+	if r := u.run(t, opts{}, "run", "--time-limit=1s", "--", "sh", "-c", "while :; do :; done"); r.code != 124 {
+		t.Errorf("time limit: exit %d, want 124\n%s", r.code, r)
+	}
+	forks := "import os, time\nn = 0\nfor i in range(8):\n    try:\n        if os.fork() == 0:\n            time.sleep(2)\n            os._exit(0)\n        n += 1\n" +
+		"    except OSError as e:\n        print('errno', e.errno)\n        break\nprint('forked', n)\n"
+	if r := u.run(t, opts{stdin: forks}, "run", "--processes=12", "--", "python3", "-"); !strings.Contains(r.stdout, "errno 11") || strings.Contains(r.stdout, "forked 8") {
+		t.Errorf("--processes=12: want EAGAIN before the eighth child\n%s", r)
+	}
+	if r := u.run(t, opts{stdin: "import os\nfds = []\ntry:\n    while True: fds.append(os.open('/dev/null', os.O_RDONLY))\nexcept OSError as e:\n    print('opened', len(fds), 'errno', e.errno)\n"},
+		"run", "--file-descriptors=40", "--", "python3", "-"); !strings.Contains(r.stdout, "opened 37 errno 24") {
+		t.Errorf("--file-descriptors=40\n%s", r)
+	}
+	if r := u.run(t, opts{}, "run", "--max-file-size=1M", "--", "sh", "-c", "head -c 2M /dev/zero > /tmp/big; wc -c < /tmp/big"); !strings.Contains(r.stdout, "1048576") {
+		t.Errorf("--max-file-size=1M\n%s", r)
+	}
+	r := u.run(t, opts{}, "run", "--memory-limit=64M", "--", "true")
+	if r.code != 71 || !strings.Contains(r.stderr, "--memory-limit needs a cgroup") || !strings.Contains(r.stderr, "--limits=best-effort") || !strings.Contains(r.stderr, "Delegate=yes") {
+		t.Errorf("--memory-limit without a cgroup: want 71 naming the flag, delegation and --limits=best-effort\n%s", r)
+	}
+	if r := u.run(t, opts{}, "run", "--cpu-limit=50", "--limits=best-effort", "--", "true"); r.code != 71 || !strings.Contains(r.stderr, "CPU share") {
+		t.Errorf("--cpu-limit without a cgroup is refused even best-effort\n%s", r)
+	}
+	r = u.run(t, opts{}, "run", "--memory-limit=64M", "--limits=best-effort", "--json", "--", "python3", "-c", "b = bytearray(256 << 20)")
+	res := decodeOne(t, "result", r.stdout)
+	limits, _ := res["limits"].(map[string]any)
+	by, _ := limits["enforced_by"].(map[string]any)
+	if r.code == 0 || by["memory_limit_bytes"] != "rlimit-per-process" || by["processes"] != "rlimit-per-user-namespace" {
+		t.Errorf("best-effort memory: exit %d, enforced_by %v; want the 256M allocation refused and per-process enforcement named\n%s", r.code, by, r)
+	}
+}
