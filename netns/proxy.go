@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,7 +179,7 @@ func (p *Proxy) ServeDirect(c net.Conn, dest string) {
 // dials the first checked address. It records the attempt.
 func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 	v := p.Policy.Check(r)
-	rule := v.Reason
+	rule, path := v.Reason, v.Path
 	var upstream net.Conn
 	if v.Allowed {
 		addrs, err := p.resolve(r.Host)
@@ -189,7 +190,7 @@ func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 			if err != nil {
 				v = Verdict{Reason: "connect failed: " + err.Error()}
 			} else {
-				upstream, v.Reason = c, rule
+				upstream, v.Reason, v.Path = c, rule, path
 			}
 		}
 	}
@@ -239,7 +240,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			blocked(c, "not an absolute http:// URL")
 			return
 		}
-		r.Scheme, r.Path = "http", req.URL.Path
+		r.Scheme, r.Path = "http", rawPath(req.RequestURI)
 	}
 	upstream, i, v := p.decide(r)
 	if upstream == nil {
@@ -257,6 +258,10 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		req.RequestURI = ""
 		req.Header.Del("Proxy-Connection")
 		req.Header.Del("Proxy-Authorization")
+		if v.Path != "" {
+			// A URL pattern allowed the clean path: send that one.
+			req.URL.Path, req.URL.RawPath = v.Path, ""
+		}
 		cw := &countingWriter{w: upstream}
 		if err := req.Write(cw); err != nil {
 			return
@@ -269,10 +274,34 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	p.setBytes(i, up, down)
 }
 
+// rawPath is the path of an absolute-form request target as sent
+// ("http://h:80/a/%2e?q" gives "/a/%2e"), without query or fragment.
+func rawPath(requestURI string) string {
+	_, rest, ok := strings.Cut(requestURI, "://")
+	if !ok {
+		rest = requestURI
+	} else if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[i:]
+	} else {
+		rest = ""
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
 // blocked answers a refused HTTP request or CONNECT with 403 and why.
 func blocked(c net.Conn, reason string) {
+	// The reason may quote the client's request: no control bytes in the header.
+	header := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, reason)
 	body := "ward: blocked: " + reason + "\n"
-	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nX-Ward-Blocked: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", reason, len(body), body)
+	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nX-Ward-Blocked: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", header, len(body), body)
 }
 
 // SOCKS5 reply codes (RFC 1928).
