@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is one network attempt, as the report lists it.
@@ -47,15 +49,29 @@ type Proxy struct {
 	MaxConns    int
 	MaxBytes    int64
 	IdleTimeout time.Duration
+	// MaxEvents is how many events the proxy keeps (zero: the default);
+	// later ones are only counted (Dropped), so that a sandbox opening
+	// connections in a loop cannot make ward grow.
+	MaxEvents int
 	// OnEvent, if set, is told of every attempt (for --log-network).
 	OnEvent func(Event)
 
-	start  time.Time
-	once   sync.Once
-	mu     sync.Mutex
-	events []Event
-	open   atomic.Int64
-	bytes  atomic.Int64
+	start   time.Time
+	once    sync.Once
+	mu      sync.Mutex
+	events  []Event
+	dropped Dropped
+	open    atomic.Int64
+	bytes   atomic.Int64
+}
+
+// Dropped counts the events past MaxEvents, which the proxy did not keep.
+type Dropped struct {
+	Events    int   `json:"events"`
+	Allowed   int   `json:"allowed"`
+	Blocked   int   `json:"blocked"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // Defaults of the proxy's limits.
@@ -63,6 +79,11 @@ const (
 	DefaultMaxConns    = 64
 	DefaultMaxBytes    = 1 << 30
 	DefaultIdleTimeout = 5 * time.Minute
+	DefaultMaxEvents   = 1000
+	// MaxRequestBytes bounds an HTTP request's line and headers, and
+	// maxEventField an event's host and reason (they may quote the client).
+	MaxRequestBytes = 64 << 10
+	maxEventField   = 256
 )
 
 func (p *Proxy) init() {
@@ -77,6 +98,9 @@ func (p *Proxy) init() {
 		if p.IdleTimeout == 0 {
 			p.IdleTimeout = DefaultIdleTimeout
 		}
+		if p.MaxEvents == 0 {
+			p.MaxEvents = DefaultMaxEvents
+		}
 		if p.Dial == nil {
 			d := &net.Dialer{Timeout: 10 * time.Second}
 			p.Dial = d.DialContext
@@ -89,18 +113,38 @@ func (p *Proxy) init() {
 	})
 }
 
-// Events are the attempts so far, in order.
+// Events are the attempts so far, in order: the first MaxEvents.
 func (p *Proxy) Events() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Event(nil), p.events...)
 }
 
-func (p *Proxy) record(e Event) int {
-	e.TimeMs = float64(time.Since(p.start).Microseconds()) / 1000
+// Dropped counts the attempts after the first MaxEvents.
+func (p *Proxy) Dropped() Dropped {
 	p.mu.Lock()
-	p.events = append(p.events, e)
-	i := len(p.events) - 1
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// record keeps e (its index) or, past MaxEvents, only counts it (-1).
+func (p *Proxy) record(e Event) int {
+	p.init()
+	e.TimeMs = float64(time.Since(p.start).Microseconds()) / 1000
+	e.Host, e.Reason = clip(e.Host), clip(e.Reason)
+	i := -1
+	p.mu.Lock()
+	if len(p.events) < p.MaxEvents {
+		p.events = append(p.events, e)
+		i = len(p.events) - 1
+	} else {
+		p.dropped.Events++
+		if e.Action == "allowed" {
+			p.dropped.Allowed++
+		} else {
+			p.dropped.Blocked++
+		}
+	}
 	p.mu.Unlock()
 	if p.OnEvent != nil {
 		p.OnEvent(e)
@@ -110,8 +154,25 @@ func (p *Proxy) record(e Event) int {
 
 func (p *Proxy) setBytes(i int, up, down int64) {
 	p.mu.Lock()
-	p.events[i].BytesUp, p.events[i].BytesDown = up, down
+	if i >= 0 {
+		p.events[i].BytesUp, p.events[i].BytesDown = up, down
+	} else {
+		p.dropped.BytesUp += up
+		p.dropped.BytesDown += down
+	}
 	p.mu.Unlock()
+}
+
+// clip shortens s to maxEventField bytes (on a rune boundary), marking the cut.
+func clip(s string) string {
+	if len(s) <= maxEventField {
+		return s
+	}
+	n := maxEventField
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // Kinds of connection the init relays.
@@ -216,8 +277,12 @@ func (p *Proxy) resolve(host string) ([]netip.Addr, error) {
 }
 
 func (p *Proxy) serveHTTP(c net.Conn) {
-	br := bufio.NewReader(c)
+	// The request line and headers are read within MaxRequestBytes; the
+	// body and a tunnel's bytes are not limited by it.
+	lr := &io.LimitedReader{R: c, N: MaxRequestBytes}
+	br := bufio.NewReader(lr)
 	req, err := http.ReadRequest(br)
+	lr.N = math.MaxInt64
 	if err != nil {
 		p.record(Event{Action: "blocked", Reason: "malformed HTTP request"})
 		_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
