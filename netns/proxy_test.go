@@ -246,21 +246,6 @@ func FuzzReadSOCKS(f *testing.F) {
 	})
 }
 
-func FuzzHTTPProxyRequest(f *testing.F) {
-	f.Add("CONNECT a.test:443 HTTP/1.1\r\nHost: a.test:443\r\n\r\n")
-	f.Add("GET http://a.test/x HTTP/1.1\r\nHost: a.test\r\n\r\n")
-	p := &Proxy{Policy: &Policy{}, Dial: func(context.Context, string, string) (net.Conn, error) {
-		return nil, fmt.Errorf("no network in a fuzz test")
-	}}
-	f.Fuzz(func(t *testing.T, req string) {
-		c := serve(p, KindHTTP)
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		_, _ = io.WriteString(c, req)
-		_, _ = io.ReadAll(c)
-		c.Close()
-	})
-}
-
 // TestProxyKeepsTheFirstEventsAndCountsTheRest is issue 13's finding 5 on
 // ward's side: 30,000 connections made 28,638 events and a 5.3 MB report.
 func TestProxyKeepsTheFirstEventsAndCountsTheRest(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 // (RFC 3986, 5.2.4), so that "/public/../private" is "/private":
 //   - an encoded dot, slash, backslash or NUL (%2e %2f %5c %00, any case):
 //     servers disagree on whether to decode them before splitting;
-//   - a backslash (a separator to Windows servers and some frameworks);
+//   - a backslash (a separator to Windows servers and some frameworks), or
+//     a control character as such (no valid request has one);
 //   - a segment that is "." or ".." once a ";params" suffix is cut
 //     (Tomcat reads "..;" as "..");
 //   - a malformed escape or, decoded, invalid UTF-8 (an overlong "%c0%ae"
@@ -30,6 +31,9 @@ func CleanPath(raw string) (string, error) {
 	}
 	if strings.ContainsRune(raw, '\\') {
 		return "", fmt.Errorf("path %q has a backslash", raw)
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", fmt.Errorf("path %q has a control character", raw)
 	}
 	lower := strings.ToLower(raw)
 	for _, enc := range []string{"%2e", "%2f", "%5c", "%00"} {
