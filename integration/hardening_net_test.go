@@ -182,3 +182,24 @@ func childOf(pid int) int {
 	}
 	return 0
 }
+
+// TestEscapeNetworkHardening: issue 13's network findings as probes of
+// the escape battery (escape/README.md).
+func TestEscapeNetworkHardening(t *testing.T) {
+	h := newTestHost(t)
+	for name, body := range map[string]string{"public/ok.txt": "public-ok\n", "private/secret.txt": "SECRET\n"} {
+		p := filepath.Join(h.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runEscapeCases(t, []escapeCase{
+		{name: "dot segments do not leave a URL pattern", probe: "url_dot_segments.py", args: []string{"svc.test:8080"}, want: []string{"403"},
+			flags: []string{"--allow-network=http://svc.test:8080/public/*", "--add-host=svc.test:" + h.ip, "--block-internal=false"}},
+		{name: "the stub lets an old name's listener go", probe: "dns_flood_listeners.py", args: []string{"8080"}, want: []string{"ECONNREFUSED"},
+			flags: []string{"--allow-network=web.test", "--allow-port=8080"}},
+	})
+}
