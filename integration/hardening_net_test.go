@@ -72,7 +72,7 @@ for i in range(` + strconv.Itoa(n) + `):
 print("blocked", blocked)
 `
 	report := filepath.Join(t.TempDir(), "r.json")
-	r := run(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--report="+report, "--time-limit=120s", "--", "python3", "-")
+	r := run(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--report="+report, "--time-limit=50s", "--", "python3", "-")
 	if !strings.Contains(r.stdout, "blocked "+strconv.Itoa(n)) {
 		t.Fatalf("the probe's requests were not all answered 403\n%s", r)
 	}
@@ -133,9 +133,9 @@ while True:
 print("late", late, "web", "ok" if b"test-host-ok" in data else "failed", flush=True)
 `
 	p := startWard(t, opts{stdin: probe}, "run", "--allow-network=web.test", "--add-host=web.test:"+h.ip,
-		"--block-internal=false", "--allow-port=8080", "--time-limit=60s", "--", "python3", "-")
+		"--block-internal=false", "--allow-port=8080", "--time-limit=50s", "--", "python3", "-")
 	init := 0
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := time.Now().Add(50 * time.Second) // within the 60 s safety timeout; qemu TCG is slow
 	for time.Now().Before(deadline) && !p.exited() {
 		if init == 0 {
 			init = childOf(p.cmd.Process.Pid)
