@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
 	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean man bench soak
+.PHONY: all deps build demo test unit integration lint fmt clean man bench soak fuzz
 all: build
 
 deps: .deps-stamp
@@ -71,6 +71,20 @@ lint: deps
 
 unit: deps
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+# Every Fuzz target, one at a time (go test -fuzz takes one per run), each
+# for FUZZTIME; not part of `make test` (their seed corpora, f.Add and
+# testdata/fuzz/, run as ordinary tests in `make unit`). A crasher is
+# written to the package's testdata/fuzz/FuzzX/: fix it, keep it, and add a
+# test that names it.
+FUZZTIME ?= 20s
+fuzz: deps
+	@set -e; for pkg in $$($(GO) list ./... | grep -v /integration); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 # Black-box tests of bin/ward as root (they skip, saying why, when not root).
 integration: build

@@ -383,7 +383,9 @@ func (c Config) Validate() error {
 // ParseAddHost reads NAME:IP (IPv6 allowed after the first colon).
 func ParseAddHost(s string) (string, netip.Addr, error) {
 	name, ip, ok := strings.Cut(s, ":")
-	if !ok || name == "" || strings.ContainsAny(name, " \t/") {
+	// The name becomes a line of the sandbox's /etc/hosts: no blank, control
+	// character or "#" (a newline would add a line, "#" start a comment).
+	if !ok || name == "" || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '/' || r == '#' }) {
 		return "", netip.Addr{}, fmt.Errorf("want NAME:IP")
 	}
 	a, err := netip.ParseAddr(strings.Trim(ip, "[]"))

@@ -64,6 +64,11 @@ type Result struct {
 	StderrTruncated bool    `json:"stderr_truncated"`
 
 	Network []NetworkEvent `json:"network"`
+	// NetworkEventsDropped counts the attempts after the first
+	// netns.DefaultMaxEvents, which Network does not list; NetworkDropped
+	// sums them up.
+	NetworkEventsDropped int            `json:"network_events_dropped"`
+	NetworkDropped       NetworkDropped `json:"network_dropped"`
 	// SyscallsDenied lists the syscalls the seccomp policy denied, with
 	// counts: collected with --sandbox-log=verbose and a built-in policy,
 	// else null.
@@ -88,6 +93,15 @@ type NetworkEvent struct {
 	Reason    string  `json:"reason"`
 	BytesUp   int64   `json:"bytes_up"`
 	BytesDown int64   `json:"bytes_down"`
+}
+
+// NetworkDropped sums up the network attempts the report does not list:
+// how many were allowed and blocked, and the bytes of the allowed ones.
+type NetworkDropped struct {
+	Allowed   int   `json:"allowed"`
+	Blocked   int   `json:"blocked"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // Limits echoes the limits the run had; nil means none (or not enforced).

@@ -327,6 +327,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for _, e := range l.proxy.Events() {
 			res.Network = append(res.Network, NetworkEvent(e))
 		}
+		d := l.proxy.Dropped()
+		res.NetworkEventsDropped = d.Events
+		res.NetworkDropped = NetworkDropped{Allowed: d.Allowed, Blocked: d.Blocked, BytesUp: d.BytesUp, BytesDown: d.BytesDown}
 	}
 	res.WallTimeMs = ms(sv.wall)
 	judge(res, cfg, sb, cg, sv)

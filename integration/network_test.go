@@ -19,6 +19,7 @@ import (
 type testHost struct {
 	ip   string
 	port int
+	dir  string // what the server serves: a test may add files
 }
 
 func newTestHost(t *testing.T) testHost {
@@ -65,8 +66,8 @@ func newTestHost(t *testing.T) testHost {
 	in("ip", "link", "set", "lo", "up")
 	in("ip", "addr", "add", fmt.Sprintf("10.203.%d.2/30", k), "dev", vn)
 	in("ip", "link", "set", vn, "up")
-	h := testHost{ip: fmt.Sprintf("10.203.%d.2", k), port: 8080}
 	dir := t.TempDir()
+	h := testHost{ip: fmt.Sprintf("10.203.%d.2", k), port: 8080, dir: dir}
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("test-host-ok\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"container/list"
 	"fmt"
 	"net"
 	"net/netip"
@@ -27,13 +28,40 @@ const KindDirect = 'D'
 // connections to it on the allowed ports are relayed to ward's proxy with
 // the name and port, and the proxy decides as for any other connection.
 // Names are never resolved inside, and nothing is routed anywhere else.
+//
+// The init runs outside the sandbox's cgroup, so what the program can make
+// it hold is bounded: at most maxNames names have an address and
+// listeners at once (MaxDirectListeners in all), besides the names told
+// in advance. A new name past that takes the place of the name asked for
+// least recently, whose listeners close; asked again, it gets a new
+// address.
 type Direct struct {
-	ctl   int
-	ports []int
+	ctl      int
+	ports    []int
+	maxNames int
+	// listen opens a name's listener (net.Listen; tests replace it).
+	listen func(network, addr string) (net.Listener, error)
+
 	mu    sync.Mutex
 	next  netip.Addr
-	names map[string]netip.Addr
+	names map[string]*fakeName
+	addrs map[netip.Addr]*fakeName
+	lru   list.List // of the names not told in advance, most recent first
 }
+
+// fakeName is one name the stub answered, with its address and listeners.
+type fakeName struct {
+	name   string
+	addr   netip.Addr
+	lns    []net.Listener
+	pinned bool          // told in advance (--add-host): never replaced
+	elem   *list.Element // in lru, unless pinned
+}
+
+// MaxDirectListeners bounds the listeners the stub's names hold at once
+// (besides the names told in advance): maxNames is this divided by the
+// number of ports, and at least 1.
+const MaxDirectListeners = 512
 
 // FakeAddr is the address the stub gives the i-th name it is told of in
 // advance (--add-host names, which /etc/hosts lists with it).
@@ -43,6 +71,15 @@ func FakeAddr(i int) netip.Addr {
 		a = a.Next()
 	}
 	return a
+}
+
+func newDirect(ctl int, ports []int, listen func(network, addr string) (net.Listener, error)) *Direct {
+	maxNames := MaxDirectListeners
+	if len(ports) > 0 {
+		maxNames = max(1, MaxDirectListeners/len(ports))
+	}
+	return &Direct{ctl: ctl, ports: ports, maxNames: maxNames, listen: listen,
+		next: FakeRange.Addr().Next(), names: map[string]*fakeName{}, addrs: map[netip.Addr]*fakeName{}}
 }
 
 // StartDirect routes FakeRange to lo, and serves DNS on 127.0.0.1:53
@@ -59,9 +96,9 @@ func StartDirect(ctl int, ports []int, names []string) error {
 	if err := netlink.RouteAdd(route); err != nil {
 		return fmt.Errorf("route %s to lo: %w", p, err)
 	}
-	d := &Direct{ctl: ctl, ports: ports, next: p.Addr().Next(), names: map[string]netip.Addr{}}
+	d := newDirect(ctl, ports, net.Listen)
 	for _, n := range names {
-		if _, err := d.addrFor(strings.ToLower(n)); err != nil {
+		if err := d.pin(strings.ToLower(n)); err != nil {
 			return err
 		}
 	}
@@ -127,28 +164,80 @@ func (d *Direct) answer(query []byte) ([]byte, error) {
 	return b.Finish()
 }
 
-// addrFor gives name its address (the same each time) and starts
-// listening on it for the allowed ports.
+// pin gives a name told in advance its address, for good.
+func (d *Direct) pin(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.names[name]; ok {
+		return nil
+	}
+	_, err := d.add(name, true)
+	return err
+}
+
+// addrFor gives name its address (the same while it is among the names
+// kept) and starts listening on it for the allowed ports.
 func (d *Direct) addrFor(name string) (netip.Addr, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if a, ok := d.names[name]; ok {
-		return a, nil
+	if n, ok := d.names[name]; ok {
+		if !n.pinned {
+			d.lru.MoveToFront(n.elem)
+		}
+		return n.addr, nil
 	}
+	for d.lru.Len() >= d.maxNames {
+		d.drop(d.lru.Back().Value.(*fakeName))
+	}
+	n, err := d.add(name, false)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return n.addr, nil
+}
+
+// add gives name the next free address of FakeRange (wrapping around past
+// its end) and its listeners. d.mu is held.
+func (d *Direct) add(name string, pinned bool) (*fakeName, error) {
 	a := d.next
-	if !FakeRange.Contains(a) {
-		return netip.Addr{}, fmt.Errorf("the fake address range is used up")
+	for tries := 0; ; tries++ {
+		if tries > len(d.addrs)+1 {
+			return nil, fmt.Errorf("the fake address range is used up")
+		}
+		if !FakeRange.Contains(a) {
+			a = FakeRange.Addr().Next()
+		}
+		if _, used := d.addrs[a]; !used {
+			break
+		}
+		a = a.Next()
 	}
 	d.next = a.Next()
-	d.names[name] = a
+	n := &fakeName{name: name, addr: a, pinned: pinned}
+	d.names[name], d.addrs[a] = n, n
+	if !pinned {
+		n.elem = d.lru.PushFront(n)
+	}
 	for _, port := range d.ports {
-		ln, err := net.Listen("tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		ln, err := d.listen("tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err != nil {
 			continue
 		}
+		n.lns = append(n.lns, ln)
 		go d.accept(ln, name+":"+strconv.Itoa(port))
 	}
-	return a, nil
+	return n, nil
+}
+
+// drop forgets n and closes its listeners (connections made through them
+// go on). d.mu is held.
+func (d *Direct) drop(n *fakeName) {
+	for _, ln := range n.lns {
+		_ = ln.Close()
+	}
+	d.lru.Remove(n.elem)
+	delete(d.names, n.name)
+	delete(d.addrs, n.addr)
 }
 
 func (d *Direct) accept(ln net.Listener, dest string) {

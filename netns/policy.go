@@ -35,13 +35,20 @@ type Request struct {
 	Host   string // name or literal IP, as asked
 	Port   int
 	Scheme string // "http" for plain proxied HTTP, "https" for CONNECT to 443, "" unknown
-	Path   string // plain HTTP only
+	// Path is the path as the client sent it (percent-encoded, without
+	// the query): plain HTTP only. URL patterns match it once CleanPath
+	// made it unambiguous.
+	Path string
 }
 
 // Verdict is the policy's answer before any lookup.
 type Verdict struct {
 	Allowed bool
 	Reason  string
+	// Path, when a URL pattern with a path allowed the request, is the
+	// clean path it matched (CleanPath): the request must be forwarded
+	// with this path, so the server sees what was checked.
+	Path string
 }
 
 func normalize(host string) string {
@@ -75,43 +82,61 @@ func (p *Policy) Check(r Request) Verdict {
 		// A bare IP passes only when listed (above), never by pattern.
 		return Verdict{Reason: "IP address not in allow list"}
 	}
+	var pathErr error
 	for _, pat := range p.AllowPatterns {
-		if matchAllow(pat, host, r) {
+		ok, clean, err := matchAllow(pat, host, r)
+		if err != nil && pathErr == nil {
+			pathErr = err
+		}
+		if ok {
 			reason := "allow_patterns " + pat
 			if strings.Contains(pat, "://") && r.Scheme != "http" {
 				reason += " (HTTPS is not intercepted: the path is not checked)"
 			}
-			return Verdict{Allowed: true, Reason: reason}
+			return Verdict{Allowed: true, Reason: reason, Path: clean}
 		}
+	}
+	if pathErr != nil {
+		return Verdict{Reason: "ambiguous path refused: " + pathErr.Error()}
 	}
 	return Verdict{Reason: "not in allow list"}
 }
 
-// matchAllow matches a name pattern, or a URL pattern (scheme://host[:port]/path*).
-func matchAllow(pat, host string, r Request) bool {
+// matchAllow matches a name pattern, or a URL pattern
+// (scheme://host[:port]/path*). For a plain HTTP request and an http://
+// pattern, the path is matched once clean (CleanPath): clean is the path
+// to forward, and err says why the request's path was refused.
+func matchAllow(pat, host string, r Request) (ok bool, clean string, err error) {
 	if !strings.Contains(pat, "://") {
-		return matchPattern(normalize(pat), host)
+		return matchPattern(normalize(pat), host), "", nil
 	}
-	u, err := url.Parse(strings.Replace(pat, "*", "%2A", -1))
-	if err != nil || u.Host == "" {
-		return false
+	u, perr := url.Parse(strings.Replace(pat, "*", "%2A", -1))
+	if perr != nil || u.Host == "" {
+		return false, "", nil
 	}
 	if !matchPattern(normalize(patternHost(pat)), host) {
-		return false
+		return false, "", nil
 	}
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
 	if port != strconv.Itoa(r.Port) {
-		return false
+		return false, "", nil
 	}
 	if u.Scheme == "http" && r.Scheme == "http" {
-		prefix := strings.TrimSuffix(strings.ReplaceAll(u.EscapedPath(), "%2A", "*"), "*")
-		return strings.HasPrefix(r.Path, prefix)
+		prefix, perr := CleanPath(strings.TrimSuffix(strings.ReplaceAll(u.EscapedPath(), "%2A", "*"), "*"))
+		if perr != nil {
+			return false, "", nil // a pattern with an ambiguous path matches nothing
+		}
+		clean, err := CleanPath(r.Path)
+		if err != nil {
+			return false, "", err
+		}
+		return strings.HasPrefix(clean, prefix), clean, nil
 	}
 	// HTTPS is not intercepted: scheme, host and port are all ward sees.
-	return u.Scheme == "https" || u.Scheme == r.Scheme
+	return u.Scheme == "https" || u.Scheme == r.Scheme, "", nil
 }
 
 // patternHost is the host part of a URL pattern (a deny pattern in URL

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is one network attempt, as the report lists it.
@@ -46,15 +49,29 @@ type Proxy struct {
 	MaxConns    int
 	MaxBytes    int64
 	IdleTimeout time.Duration
+	// MaxEvents is how many events the proxy keeps (zero: the default);
+	// later ones are only counted (Dropped), so that a sandbox opening
+	// connections in a loop cannot make ward grow.
+	MaxEvents int
 	// OnEvent, if set, is told of every attempt (for --log-network).
 	OnEvent func(Event)
 
-	start  time.Time
-	once   sync.Once
-	mu     sync.Mutex
-	events []Event
-	open   atomic.Int64
-	bytes  atomic.Int64
+	start   time.Time
+	once    sync.Once
+	mu      sync.Mutex
+	events  []Event
+	dropped Dropped
+	open    atomic.Int64
+	bytes   atomic.Int64
+}
+
+// Dropped counts the events past MaxEvents, which the proxy did not keep.
+type Dropped struct {
+	Events    int   `json:"events"`
+	Allowed   int   `json:"allowed"`
+	Blocked   int   `json:"blocked"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // Defaults of the proxy's limits.
@@ -62,6 +79,11 @@ const (
 	DefaultMaxConns    = 64
 	DefaultMaxBytes    = 1 << 30
 	DefaultIdleTimeout = 5 * time.Minute
+	DefaultMaxEvents   = 1000
+	// MaxRequestBytes bounds an HTTP request's line and headers, and
+	// maxEventField an event's host and reason (they may quote the client).
+	MaxRequestBytes = 64 << 10
+	maxEventField   = 256
 )
 
 func (p *Proxy) init() {
@@ -76,6 +98,9 @@ func (p *Proxy) init() {
 		if p.IdleTimeout == 0 {
 			p.IdleTimeout = DefaultIdleTimeout
 		}
+		if p.MaxEvents == 0 {
+			p.MaxEvents = DefaultMaxEvents
+		}
 		if p.Dial == nil {
 			d := &net.Dialer{Timeout: 10 * time.Second}
 			p.Dial = d.DialContext
@@ -88,18 +113,38 @@ func (p *Proxy) init() {
 	})
 }
 
-// Events are the attempts so far, in order.
+// Events are the attempts so far, in order: the first MaxEvents.
 func (p *Proxy) Events() []Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Event(nil), p.events...)
 }
 
-func (p *Proxy) record(e Event) int {
-	e.TimeMs = float64(time.Since(p.start).Microseconds()) / 1000
+// Dropped counts the attempts after the first MaxEvents.
+func (p *Proxy) Dropped() Dropped {
 	p.mu.Lock()
-	p.events = append(p.events, e)
-	i := len(p.events) - 1
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// record keeps e (its index) or, past MaxEvents, only counts it (-1).
+func (p *Proxy) record(e Event) int {
+	p.init()
+	e.TimeMs = float64(time.Since(p.start).Microseconds()) / 1000
+	e.Host, e.Reason = clip(e.Host), clip(e.Reason)
+	i := -1
+	p.mu.Lock()
+	if len(p.events) < p.MaxEvents {
+		p.events = append(p.events, e)
+		i = len(p.events) - 1
+	} else {
+		p.dropped.Events++
+		if e.Action == "allowed" {
+			p.dropped.Allowed++
+		} else {
+			p.dropped.Blocked++
+		}
+	}
 	p.mu.Unlock()
 	if p.OnEvent != nil {
 		p.OnEvent(e)
@@ -109,8 +154,25 @@ func (p *Proxy) record(e Event) int {
 
 func (p *Proxy) setBytes(i int, up, down int64) {
 	p.mu.Lock()
-	p.events[i].BytesUp, p.events[i].BytesDown = up, down
+	if i >= 0 {
+		p.events[i].BytesUp, p.events[i].BytesDown = up, down
+	} else {
+		p.dropped.BytesUp += up
+		p.dropped.BytesDown += down
+	}
 	p.mu.Unlock()
+}
+
+// clip shortens s to maxEventField bytes (on a rune boundary), marking the cut.
+func clip(s string) string {
+	if len(s) <= maxEventField {
+		return s
+	}
+	n := maxEventField
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // Kinds of connection the init relays.
@@ -178,7 +240,7 @@ func (p *Proxy) ServeDirect(c net.Conn, dest string) {
 // dials the first checked address. It records the attempt.
 func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 	v := p.Policy.Check(r)
-	rule := v.Reason
+	rule, path := v.Reason, v.Path
 	var upstream net.Conn
 	if v.Allowed {
 		addrs, err := p.resolve(r.Host)
@@ -189,7 +251,7 @@ func (p *Proxy) decide(r Request) (net.Conn, int, Verdict) {
 			if err != nil {
 				v = Verdict{Reason: "connect failed: " + err.Error()}
 			} else {
-				upstream, v.Reason = c, rule
+				upstream, v.Reason, v.Path = c, rule, path
 			}
 		}
 	}
@@ -215,8 +277,12 @@ func (p *Proxy) resolve(host string) ([]netip.Addr, error) {
 }
 
 func (p *Proxy) serveHTTP(c net.Conn) {
-	br := bufio.NewReader(c)
+	// The request line and headers are read within MaxRequestBytes; the
+	// body and a tunnel's bytes are not limited by it.
+	lr := &io.LimitedReader{R: c, N: MaxRequestBytes}
+	br := bufio.NewReader(lr)
 	req, err := http.ReadRequest(br)
+	lr.N = math.MaxInt64
 	if err != nil {
 		p.record(Event{Action: "blocked", Reason: "malformed HTTP request"})
 		_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
@@ -239,7 +305,7 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 			blocked(c, "not an absolute http:// URL")
 			return
 		}
-		r.Scheme, r.Path = "http", req.URL.Path
+		r.Scheme, r.Path = "http", rawPath(req.RequestURI)
 	}
 	upstream, i, v := p.decide(r)
 	if upstream == nil {
@@ -257,6 +323,10 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 		req.RequestURI = ""
 		req.Header.Del("Proxy-Connection")
 		req.Header.Del("Proxy-Authorization")
+		if v.Path != "" {
+			// A URL pattern allowed the clean path: send that one.
+			req.URL.Path, req.URL.RawPath = v.Path, ""
+		}
 		cw := &countingWriter{w: upstream}
 		if err := req.Write(cw); err != nil {
 			return
@@ -269,10 +339,34 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	p.setBytes(i, up, down)
 }
 
+// rawPath is the path of an absolute-form request target as sent
+// ("http://h:80/a/%2e?q" gives "/a/%2e"), without query or fragment.
+func rawPath(requestURI string) string {
+	_, rest, ok := strings.Cut(requestURI, "://")
+	if !ok {
+		rest = requestURI
+	} else if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[i:]
+	} else {
+		rest = ""
+	}
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
 // blocked answers a refused HTTP request or CONNECT with 403 and why.
 func blocked(c net.Conn, reason string) {
+	// The reason may quote the client's request: no control bytes in the header.
+	header := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, reason)
 	body := "ward: blocked: " + reason + "\n"
-	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nX-Ward-Blocked: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", reason, len(body), body)
+	fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nX-Ward-Blocked: %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", header, len(body), body)
 }
 
 // SOCKS5 reply codes (RFC 1928).

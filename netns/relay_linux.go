@@ -68,10 +68,24 @@ func accept(ln net.Listener, kind byte, ctl int) {
 
 func relay(c net.Conn, kind byte, ctl int) { relayMsg(c, []byte{kind}, ctl) }
 
+// MaxRelayed is the most connections the init relays at once (twice the
+// proxy's DefaultMaxConns, which ward refuses past anyway). The init is
+// outside the sandbox's cgroup: past this, a connection is closed at
+// once, so that its fds, goroutines and threads stay bounded.
+const MaxRelayed = 2 * DefaultMaxConns
+
+var relaySlots = make(chan struct{}, MaxRelayed)
+
 // relayMsg hands c to ward with msg (the kind, and for KindDirect the
 // destination) and relays its bytes.
 func relayMsg(c net.Conn, msg []byte, ctl int) {
 	defer c.Close()
+	select {
+	case relaySlots <- struct{}{}:
+		defer func() { <-relaySlots }()
+	default:
+		return
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return
