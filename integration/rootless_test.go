@@ -162,3 +162,43 @@ func TestRootlessLimitsWithoutACgroup(t *testing.T) {
 		t.Errorf("best-effort memory: exit %d, enforced_by %v; want the 256M allocation refused and per-process enforcement named\n%s", r.code, by, r)
 	}
 }
+
+// TestRootlessSessionsArePerUser: an ordinary user's long-lived sandboxes
+// live in their own private state directory; a second user can neither
+// list, exec into nor stop them, nor reach their sockets.
+func TestRootlessSessionsArePerUser(t *testing.T) {
+	alice, bob := newTestUser(t), newTestUser(t)
+	name := sandboxName()
+	if r := alice.run(t, opts{}, "start", "--name="+name); r.code != 0 {
+		t.Fatalf("start: %s", r)
+	}
+	t.Cleanup(func() { alice.run(t, opts{}, "stop", name) })
+	if r := alice.run(t, opts{}, "exec", name, "--", "id", "-un"); r.code != 0 || strings.TrimSpace(r.stdout) != "sandbox" {
+		t.Errorf("alice's exec: %s", r)
+	}
+	if r := alice.run(t, opts{}, "ps"); !strings.Contains(r.stdout, name) {
+		t.Errorf("alice's ps lacks her sandbox\n%s", r)
+	}
+	if r := bob.run(t, opts{}, "ps"); strings.Contains(r.stdout, name) {
+		t.Errorf("bob's ps lists alice's sandbox\n%s", r)
+	}
+	if r := bob.run(t, opts{}, "exec", name, "--", "id"); r.code == 0 {
+		t.Errorf("bob exec'd into alice's sandbox\n%s", r)
+	}
+	if r := bob.run(t, opts{}, "stop", name); r.code == 0 {
+		t.Errorf("bob stopped alice's sandbox\n%s", r)
+	}
+	sock := filepath.Join(os.TempDir(), "ward-"+strconv.Itoa(alice.uid), name, "sock")
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("alice's socket is not where ward keeps it: %v", err)
+	}
+	// A plain connect as bob, on the host: a permission check, no attack.
+	conn := exec.Command("/usr/bin/python3", "-c", "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(sys.argv[1]); print('CONNECTED')\nexcept OSError as e: print('refused', e.errno)", sock)
+	conn.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(bob.uid), Gid: uint32(bob.gid)}}
+	if out, err := conn.CombinedOutput(); !strings.Contains(string(out), "refused 13") {
+		t.Errorf("bob connecting to alice's socket: %s (%v), want EACCES (13)", out, err)
+	}
+	if r := alice.run(t, opts{}, "exec", name, "--", "true"); r.code != 0 {
+		t.Errorf("alice's sandbox did not survive bob's tries\n%s", r)
+	}
+}

@@ -27,9 +27,10 @@ import (
 	"github.com/wardbox/ward"
 )
 
-// StateDir holds one directory per long-lived sandbox (mode 0700, root
-// only): its supervisor's pid and the unix socket `ward exec` talks to;
-// .supervisor holds the supervisor's own socket.
+// StateDir holds one directory per long-lived sandbox (mode 0700, its
+// user's only): its supervisor's pid and the unix socket `ward exec`
+// talks to; .supervisor holds the supervisor's own socket. /run/ward for
+// root, the caller's own for anyone else (userStateDir).
 var StateDir = "/run/ward"
 
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`) })
@@ -189,6 +190,9 @@ func dialSupervisor() (net.Conn, error) {
 	sock := filepath.Join(supervisorDir(), "sock")
 	if c, err := net.Dial("unix", sock); err == nil {
 		return c, nil
+	}
+	if err := ensureStateDir(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(supervisorDir(), 0o700); err != nil {
 		return nil, err
