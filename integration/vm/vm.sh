@@ -180,6 +180,15 @@ build_initramfs() {
 	root:x:0:
 	nogroup:x:65534:
 	EOF
+	# What useradd and userdel need (the rootless tests make throwaway users).
+	printf 'root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n' >"$STAGE/etc/shadow"
+	printf 'root:*::\nnogroup:*::\n' >"$STAGE/etc/gshadow"
+	chmod 640 "$STAGE/etc/shadow" "$STAGE/etc/gshadow"
+	: >"$STAGE/etc/subuid"
+	: >"$STAGE/etc/subgid"
+	mkdir -p "$STAGE/etc/default" "$STAGE/etc/skel"
+	[ -e /etc/login.defs ] && cp /etc/login.defs "$STAGE/etc/"
+	[ -e /etc/default/useradd ] && cp /etc/default/useradd "$STAGE/etc/default/"
 	echo ward-vm >"$STAGE/etc/hostname"
 	printf '127.0.0.1\tlocalhost ward-vm\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$STAGE/etc/hosts"
 	printf 'passwd: files\ngroup: files\nshadow: files\nhosts: files\nnetworks: files\nprotocols: files\nservices: files\n' >"$STAGE/etc/nsswitch.conf"
