@@ -375,7 +375,7 @@ func withoutCgroup(cfg Config, spec *nsexec.Spec, res *Result, cgErr error) erro
 	case len(need) > 0 && cfg.Limits != LimitsBestEffort:
 		return fmt.Errorf("%s needs a cgroup to hold the whole sandbox, and this host gives ward none (%v): %s, or accept per-process limits with --limits=best-effort", strings.Join(need, ", "), cgErr, how)
 	}
-	spec.NProc = uint64(cfg.Processes)
+	spec.NProc, spec.NestUserns = uint64(cfg.Processes), true
 	by := res.Limits.EnforcedBy
 	by["processes"] = "rlimit-per-user-namespace"
 	if cfg.MemoryLimit > 0 {

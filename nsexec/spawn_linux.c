@@ -113,6 +113,33 @@ static long close_all_but(int *keep, int n) {
 		if (_e < 0) fail(g, &r, WARD_REPORT_ERROR, step, _e, detail); \
 	} while (0)
 
+// write_file writes s to path (a /proc file) with raw system calls.
+static long write_file(const char *path, const char *s) {
+	long fd = sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CLOEXEC, 0, 0);
+	if (fd < 0) return fd;
+	long n = (long)strlen(s), w = sys(SYS_write, fd, (long)s, n, 0, 0);
+	sys(SYS_close, fd, 0, 0, 0, 0);
+	return w < 0 ? w : (w == n ? 0 : -EIO);
+}
+
+// map_self writes "id id 1" (the single mapping an unprivileged process
+// may write for itself) to path.
+static long map_self(const char *path, int id) {
+	char buf[40], digits[12];
+	int n = 0, d = 0;
+	unsigned v = (unsigned)id;
+	do digits[d++] = (char)('0' + v % 10);
+	while ((v /= 10) && d < 11);
+	for (int k = 0; k < 2; k++) {
+		for (int i = d - 1; i >= 0; i--) buf[n++] = digits[i];
+		buf[n++] = ' ';
+	}
+	buf[n++] = '1';
+	buf[n++] = '\n';
+	buf[n] = 0;
+	return write_file(path, buf);
+}
+
 static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_report *early) {
 	struct ward_report r;
 	char buf[4096 + 256]; // PATH candidates
@@ -165,6 +192,25 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	// Only the report socket from here on (all close on exec).
 	keep[0] = g->report_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, 1), -3);
+
+	// Under an unprivileged caller the init runs as the sandbox user too:
+	// in a user namespace of its own (the same single mapping) the
+	// program's processes are counted apart from the init's threads, for
+	// RLIMIT_NPROC, and the init holds every capability over it.
+	t = now_us();
+	if (g->nest_userns) {
+		// A process forked by a non-dumpable init is non-dumpable: its
+		// /proc/self files are then root's, and it could not write its
+		// own maps. Dumpable for these writes only; while it holds
+		// capabilities nothing without them may trace it anyway.
+		CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), 4);
+		CHECK(WARD_STEP_USERNS, sys(SYS_unshare, CLONE_NEWUSER, 0, 0, 0, 0), 0);
+		CHECK(WARD_STEP_USERNS, write_file("/proc/self/setgroups", "deny"), 1);
+		CHECK(WARD_STEP_USERNS, map_self("/proc/self/uid_map", g->uid), 2);
+		CHECK(WARD_STEP_USERNS, map_self("/proc/self/gid_map", g->gid), 3);
+		CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0), 5);
+	}
+	STEP(WARD_STEP_USERNS);
 
 	t = now_us();
 	struct rlimit rl = {g->nofile, g->nofile};

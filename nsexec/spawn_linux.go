@@ -23,7 +23,7 @@ import (
 // (spawn_linux.c), in the order of spawn_linux.h's WARD_STEP_*. The name is
 // what the operator sees in "ward: <step>: <cause>".
 var gateSteps = [C.WARD_NSTEPS]string{
-	"set-stdio", "new-session", "enter-cgroup", "set-rlimits", "enter-cgroup-namespace",
+	"set-stdio", "new-session", "enter-cgroup", "enter-user-namespace", "set-rlimits", "enter-cgroup-namespace",
 	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
 	"no-new-privs", "enter-workdir", "seccomp", "exec", "fork-program",
 }
@@ -148,6 +148,9 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	g.nproc, g.data = C.uint64_t(spec.NProc), C.uint64_t(spec.DataBytes)
 	if spec.KeepGroups {
 		g.keep_groups = 1
+	}
+	if spec.NestUserns {
+		g.nest_userns = 1
 	}
 	if spec.SeccompNotify != "" {
 		g.notify = 1

@@ -6,6 +6,7 @@ enum {
 	WARD_STEP_STDIO,
 	WARD_STEP_SESSION,
 	WARD_STEP_CGROUP,
+	WARD_STEP_USERNS,
 	WARD_STEP_RLIMITS,
 	WARD_STEP_CGROUPNS,
 	WARD_STEP_BOUNDING,
@@ -48,6 +49,7 @@ struct ward_gate {
 	int ignore_xfsz;
 	int uid, gid;
 	int keep_groups; // setgroups is denied here (an unprivileged caller's single mapping)
+	int nest_userns; // enter a user namespace of the program's own (see enter-user-namespace)
 	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
 	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
 	int notify; // load the one filter with a listener and send it

@@ -92,6 +92,10 @@ type Spec struct {
 	// groups it has. NProc is RLIMIT_NPROC (0: leave it), the process
 	// limit where no cgroup holds one.
 	KeepGroups bool   `json:"keep_groups,omitempty"`
+	// NestUserns puts the program in a user namespace of its own (same
+	// single mapping), so that RLIMIT_NPROC counts its processes only, not
+	// the init's threads of the same uid.
+	NestUserns bool `json:"nest_userns,omitempty"`
 	NProc      uint64 `json:"nproc,omitempty"`
 	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
 	// cgroup holds the sandbox's (--limits=best-effort).
