@@ -517,4 +517,3 @@ func wantHostFile(t *testing.T, path, content string) {
 		t.Errorf("%s: uid %d mode %v, want the caller's (%d), no setuid/setgid", path, st.Uid, fi.Mode(), os.Geteuid())
 	}
 }
-
