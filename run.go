@@ -188,8 +188,15 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	}
 	spec.CgroupFDs = len(procs)
 	mark("open-cgroup")
-	opened, err := openMounts(userMounts, cfg.AllowSockets, 4+len(procs))
-	if err != nil {
+	// The give-back is registered before anything is lent: whichever
+	// step fails from here on, a lent directory goes back to its owner.
+	opened := &openedMounts{}
+	l.undo = append(l.undo, func() {
+		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
+			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
+		}
+	})
+	if err := opened.open(userMounts, cfg.AllowSockets, 4+len(procs)); err != nil {
 		for _, f := range procs {
 			f.Close()
 		}
@@ -217,11 +224,6 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		lowers = append(lowers, keep)
 		spec.OverlayKeepFD = 4 + len(procs) + len(opened.files) + len(lowers) - 1
 	}
-	l.undo = append(l.undo, func() {
-		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
-			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
-		}
-	})
 	mark("open-user-paths")
 	extra := append(opened.files, lowers...)
 	var proxy *netns.Proxy
