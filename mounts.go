@@ -325,6 +325,14 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 			return nil, nil, fmt.Errorf("overlay: clone %s: %w", op.Src, err)
 		}
 		files = append(files, os.NewFile(uintptr(fd), op.Src))
+		// Read-only, nosuid, nodev like every other view of the host: the
+		// overlay only reads its lower layer, and nothing of the host may
+		// be written, run setuid or opened as a device through the clone.
+		limit := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, limit); err != nil {
+			closeAll(files)
+			return nil, nil, fmt.Errorf("overlay: limit the clone of %s: %w", op.Src, err)
+		}
 		if idmap == nil {
 			if idmap, err = idmapUsernsFor(0, 0, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID); err != nil {
 				closeAll(files)
