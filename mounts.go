@@ -389,3 +389,37 @@ func closeAll(files []*os.File) {
 		f.Close()
 	}
 }
+
+// landlockPolicy is the second layer's part of the spec (fs.Landlock):
+// the file-system rules follow from the plan and the user mounts in the
+// init; here only the network mode's TCP rule. With a proxy the program
+// needs to connect only to it (3128, 1080), to the direct ports, and to
+// the stub resolver (53, for TCP fallback); with no network (its own
+// loopback only) and with the host's, TCP is left alone: Landlock's port
+// rules cannot tell the loopback from elsewhere, and a server the program
+// runs for itself on the loopback must keep working.
+func landlockPolicy(cfg Config) *wfs.Landlock {
+	l := &wfs.Landlock{Omit: cfg.LandlockTestOmit}
+	if cfg.Network == NetworkProxy {
+		l.NetConnect = true
+		direct := cfg.AllowPorts
+		if len(direct) == 0 {
+			direct = DefaultDirectPorts
+		}
+		l.ConnectTCP = append([]int{3128, 1080, 53}, direct...)
+	}
+	return l
+}
+
+// layers names the isolation layers the program runs under, for the
+// report and the verbose log.
+func layers(spec *nsexec.Spec, sb *nsexec.Sandbox) []string {
+	out := []string{"namespaces"}
+	if len(spec.Seccomp) > 0 {
+		out = append(out, "seccomp")
+	}
+	if sb.Landlock > 0 {
+		out = append(out, wfs.LandlockLayer(sb.Landlock))
+	}
+	return out
+}

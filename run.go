@@ -271,6 +271,14 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	for _, st := range res.setupSteps {
 		res.SetupMs[st.Step] = float64(st.Us) / 1000
 	}
+	res.Layers = layers(spec, sb)
+	switch {
+	case err != nil:
+	case sb.LandlockNote != "":
+		log.v("Layers: %s (no Landlock: %s)", strings.Join(res.Layers, ", "), sb.LandlockNote)
+	default:
+		log.v("Layers: %s", strings.Join(res.Layers, ", "))
+	}
 	var execErr *nsexec.ExecError
 	switch {
 	case errors.As(err, &execErr):
@@ -577,6 +585,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	if cfg.Overlay {
 		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
 	}
+	spec.Landlock = landlockPolicy(cfg)
 	if cfg.Network == NetworkProxy {
 		spec.DirectPorts = cfg.AllowPorts
 		if len(spec.DirectPorts) == 0 {

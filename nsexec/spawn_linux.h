@@ -13,6 +13,7 @@ enum {
 	WARD_STEP_USER,
 	WARD_STEP_CAPS,
 	WARD_STEP_NNP,
+	WARD_STEP_LANDLOCK,
 	WARD_STEP_WORKDIR,
 	WARD_STEP_SECCOMP,
 	WARD_STEP_EXEC,
@@ -47,7 +48,8 @@ struct ward_gate {
 	uint64_t nofile, cpu_seconds, file_size;
 	int ignore_xfsz;
 	int uid, gid;
-	int notify; // load the one filter with a listener and send it
+	int landlock_fd; // a Landlock ruleset to enforce after no_new_privs (-1: none)
+	int notify;      // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];
 	const void *filters[WARD_MAX_FILTERS];
