@@ -51,7 +51,7 @@ func MountUser(mounts []UserMount) error {
 		err = unix.MoveMount(m.FD, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 		unix.Close(target)
 		if err != nil {
-			return fail("move_mount "+m.Src, m.Dst, err)
+			return fail("move_mount "+m.Src+" onto the mount point", m.Dst, err) // ENOENT: removed since it was made
 		}
 		if err := checkReadOnly(m.Dst, !m.RW); err != nil {
 			return err
