@@ -4,6 +4,7 @@ package integration
 // Landlock layer. Each reproduction failed against da612ca/9767af8.
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostSocket listens on dir/app.sock (mode 0777, as X11's is) and answers
@@ -179,5 +182,85 @@ stat -c 'after %u:%g' "$D/out"
 	}
 	if !strings.Contains(s, "inside 1000\n") || !strings.Contains(s, "after 4242:4343") {
 		t.Errorf("the lend fallback itself did not work as expected\n%s", s)
+	}
+}
+
+// landlockABI is this kernel's Landlock ABI version (0: none).
+func landlockABI() int {
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0
+	}
+	return int(r)
+}
+
+// TestEscapeHardeningFS: the file-system findings and the Landlock layer as
+// probes of the escape battery (escape/README.md).
+func TestEscapeHardeningFS(t *testing.T) {
+	dir := t.TempDir()
+	sock := hostSocket(t, dir)
+	abi := landlockABI()
+	ioctl := []string{"ENOTTY"}
+	if abi >= 5 {
+		ioctl = []string{"EACCES"}
+	}
+	cases := []escapeCase{
+		{name: "a host socket in an allowed dir is covered", probe: "host_unix_socket.py", flags: []string{"--allow-read=" + dir}, args: []string{sock}, want: []string{"ECONNREFUSED"}},
+		{name: "no ioctl on a device opened inside", probe: "landlock_ioctl_dev.py", want: ioctl},
+	}
+	if abi >= 4 {
+		cases = append(cases, escapeCase{name: "proxy mode connects only to the proxy", probe: "landlock_tcp_connect.py",
+			flags: []string{"--network=proxy"}, args: []string{"8765"}, want: []string{"EACCES"}})
+	} else {
+		t.Logf("Landlock ABI %d: no TCP rules (ABI 4+), the proxy-mode connect probe is left out", abi)
+	}
+	runEscapeCases(t, cases)
+}
+
+// TestLandlockLayerReportedAndHoldingAlone: the report and the verbose log
+// name the layers; `ward verify`'s Landlock check (a writable mount the
+// rules leave out still refuses writes with EACCES) passes, and fails when
+// sabotaged (the rules include it). On a kernel without Landlock the log
+// says why and verify skips the check.
+func TestLandlockLayerReportedAndHoldingAlone(t *testing.T) {
+	abi := landlockABI()
+	report := filepath.Join(t.TempDir(), "report.json")
+	r := run(t, opts{}, "run", "--sandbox-log=verbose", "--report="+report, "--", "true")
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r)
+	}
+	rep := decodeOne(t, "report", string(b))
+	layers, _ := rep["layers"].([]any)
+	var names []string
+	for _, l := range layers {
+		names = append(names, fmt.Sprint(l))
+	}
+	want := []string{"namespaces", "seccomp"}
+	if abi > 0 {
+		want = append(want, fmt.Sprintf("landlock-abi-%d", abi))
+	}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("report layers %q, want %q", names, want)
+	}
+	if abi > 0 && !strings.Contains(r.stderr, "Layers: "+strings.Join(want, ", ")+"\n") {
+		t.Errorf("the verbose log does not name the layers %q\n%s", want, r)
+	}
+	if abi == 0 && !strings.Contains(r.stderr, "no Landlock: ") {
+		t.Errorf("without Landlock the verbose log does not say why\n%s", r)
+	}
+	v := run(t, opts{}, "verify")
+	line := "ok   Landlock holds on its own, below the mounts"
+	if abi == 0 {
+		line = "skip Landlock holds on its own, below the mounts: Landlock absent here"
+	}
+	if !strings.Contains(v.stdout, line) {
+		t.Errorf("verify lacks %q\n%s", line, v)
+	}
+	if abi > 0 {
+		s := run(t, opts{env: []string{"WARD_VERIFY_SABOTAGE=landlock"}}, "verify")
+		if s.code != 1 || !strings.Contains(s.stdout, "FAIL Landlock holds on its own") {
+			t.Errorf("sabotaged (the rules include the mount): exit %d, want 1 and a FAIL\n%s", s.code, s)
+		}
 	}
 }
