@@ -114,7 +114,7 @@ var initSteps = []step{
 	{name: "give-root-to-user", run: func(p *proc) error { return fs.GiveRootTo(p.spec.UID, p.spec.GID) }, when: func(p *proc) bool { return p.spec.Overlay }},
 	// The second layer, built from the policy once every mount is in
 	// place; the program's process enforces it (spawn_linux.c).
-	{name: "landlock", run: (*proc).buildLandlock, when: func(p *proc) bool { return p.spec.Landlock != nil }},
+	{name: "build-landlock", run: (*proc).buildLandlock, when: func(p *proc) bool { return p.spec.Landlock != nil }},
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
 	{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
