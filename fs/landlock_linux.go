@@ -212,3 +212,30 @@ func addPathRule(ruleset int, r llRule, handled uint64) error {
 func LandlockLayer(abi int) string {
 	return fmt.Sprintf("landlock-abi-%d", abi)
 }
+
+// LandlockAllowStdio lets the program reopen what the caller gave it as
+// stdin, stdout and stderr (fds 0-2 of the init) through /dev/stdin and
+// /proc/self/fd, as it could without Landlock: a file or fifo of the host
+// is outside the view, and without a rule of its own `cat /dev/stdin <
+// file` would fail with EACCES. The file's mode still decides. Pipes,
+// sockets and terminals are not path rules (the kernel refuses them, and
+// Landlock does not restrict pipes and sockets); they are skipped.
+func LandlockAllowStdio(ruleset, abi int) error {
+	access := uint64(ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSTruncate) & llHandledFS(abi)
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG, unix.S_IFIFO:
+		default:
+			continue
+		}
+		err := ll.LandlockAddPathBeneathRule(ruleset, &ll.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}, 0)
+		if err != nil && !errors.Is(err, unix.EBADFD) {
+			return fail("landlock_add_rule", fmt.Sprintf("fd %d", fd), err)
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ package integration
 // Landlock layer. Each reproduction failed against da612ca/9767af8.
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -262,5 +263,29 @@ func TestLandlockLayerReportedAndHoldingAlone(t *testing.T) {
 		if s.code != 1 || !strings.Contains(s.stdout, "FAIL Landlock holds on its own") {
 			t.Errorf("sabotaged (the rules include the mount): exit %d, want 1 and a FAIL\n%s", s.code, s)
 		}
+	}
+}
+
+// TestLandlockKeepsTheCallersStdinReopenable: a host file given as stdin is
+// outside the view, yet `cat /dev/stdin` (a reopen through /proc/self/fd)
+// worked before Landlock and must still: its own rule lets it through.
+func TestLandlockKeepsTheCallersStdinReopenable(t *testing.T) {
+	needRoot(t)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(in, []byte("FROM-STDIN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	args := []string{"run", "--", "cat", "/dev/stdin"}
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	cmd := wardCmd(ctx, opts{}, args)
+	cmd.Stdin = f
+	if r := runCmd(t, ctx, cmd, args); r.code != 0 || r.stdout != "FROM-STDIN\n" {
+		t.Errorf("cat /dev/stdin of a host file: exit %d\n%s", r.code, r)
 	}
 }

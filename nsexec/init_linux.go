@@ -213,6 +213,14 @@ func (p *proc) buildLandlock() error {
 	if err != nil {
 		return err
 	}
+	if fd >= 0 && !p.spec.Session {
+		// The program's stdio are the init's (a session's commands get
+		// theirs per command, as pipes).
+		if err := fs.LandlockAllowStdio(fd, abi); err != nil {
+			unix.Close(fd)
+			return err
+		}
+	}
 	p.spec.LandlockFD, p.landlock, p.landlockNote = fd, abi, note
 	return nil
 }
