@@ -103,6 +103,10 @@ type Config struct {
 	// OverlayKeep, a host directory that exists and is empty, receives the
 	// overlay's changes (the upper layers) at the end; it implies Overlay.
 	OverlayKeep string
+	// LandlockTestOmit is for `ward verify` only (no flag, no config key):
+	// the targets of writable mounts whose Landlock write rules are left
+	// out, to show that the second layer alone refuses writes there.
+	LandlockTestOmit []string
 	// MaxFiles caps the inodes of each writable scratch tmpfs; 0 means
 	// DefaultScratchInodes.
 	MaxFiles int

@@ -3,7 +3,6 @@ package ward
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +62,11 @@ func resolveMounts(cfg Config) ([]hostMount, error) {
 		if err != nil {
 			return &ConfigError{Key: flag, Value: value, Reason: err.Error()}
 		}
+		if fi, err := os.Stat(real); err == nil && fi.Mode()&os.ModeSocket != 0 && !cfg.AllowSockets {
+			// Checked again on the fd that is mounted (openOne); here it
+			// is a clear exit 2 before anything starts.
+			return &ConfigError{Key: flag, Value: value, Reason: real + " is a unix socket, a way out of the sandbox (--allow-sockets lets it in)"}
+		}
 		if dst == "" {
 			dst = real
 		}
@@ -103,9 +107,11 @@ type openedMounts struct {
 }
 
 // lent is a writable directory whose owner ward changed for the run:
-// from uid:gid to the host ids to:toGID.
+// from uid:gid to the host ids to:toGID. dir is the O_PATH fd it was
+// opened with; the give-back goes through it, never the name.
 type lent struct {
 	path      string
+	dir       *os.File
 	uid, gid  int
 	to, toGID int
 }
@@ -114,77 +120,95 @@ func (o *openedMounts) close() {
 	for _, f := range o.files {
 		f.Close()
 	}
+	o.files = nil
 }
 
-// openMounts clones each mount's tree here, on the host (open_tree,
-// detached), limits it (read-only unless writable; nosuid, nodev; noexec
-// for --allow-read) and, for a writable one, maps the caller's uid and gid
-// to the sandbox user's with an idmapped mount, so files the program
-// creates belong to the caller. The init attaches each by fd: it needs no
+// open clones each mount's tree here, on the host (open_tree, detached),
+// limits it (read-only unless writable; nosuid, nodev; noexec for
+// --allow-read) and, for a writable one, maps the caller's uid and gid to
+// the sandbox user's with an idmapped mount, so files the program creates
+// belong to the caller. The init attaches each by fd: it needs no
 // permission on the host path, and nothing done to the path afterwards can
-// redirect the mount. fds are numbered from first.
-func openMounts(ms []hostMount, allowSockets bool, first int) (*openedMounts, error) {
-	o := &openedMounts{}
+// redirect the mount. Each source is opened once (wfs.OpenSource: no
+// symlink may appear in it after it was resolved) and the clone, the stat,
+// the socket walk and a lend all go through that fd. fds are numbered from
+// first. Whatever it lent is in o.fallback even when it fails: the caller
+// registers o.giveBack before calling it.
+func (o *openedMounts) open(ms []hostMount, allowSockets bool, first int) (err error) {
 	var idmap *os.File
 	defer func() {
 		if idmap != nil {
 			idmap.Close()
 		}
+		if err != nil {
+			o.close()
+		}
 	}()
 	for i, m := range ms {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, m.src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		src, err := wfs.OpenSource(m.src)
 		if err != nil {
-			o.close()
-			return nil, fmt.Errorf("--%s=%s: clone the mount of %s: %w", m.flag, m.value, m.src, err)
+			return fmt.Errorf("--%s=%s: %w", m.flag, m.value, err)
 		}
-		o.files = append(o.files, os.NewFile(uintptr(fd), m.src))
-		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-		if !m.rw {
-			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-		}
-		if m.noexec {
-			attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
-		}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
-			o.close()
-			return nil, fmt.Errorf("--%s=%s: limit the mount of %s: %w", m.flag, m.value, m.src, err)
-		}
-		if m.rw {
-			if idmap == nil {
-				if idmap, err = idmapUserns(); err != nil {
-					o.close()
-					return nil, fmt.Errorf("--%s=%s: %w", m.flag, m.value, err)
-				}
-			}
-			id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
-			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, id); err != nil {
-				// The file system cannot be idmapped (tmpfs before 6.3,
-				// some network file systems): lend the top directory to
-				// the sandbox user for the run, give everything back after.
-				l, err := lend(m.src, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID)
-				if err != nil {
-					o.close()
-					o.giveBack()
-					return nil, fmt.Errorf("--%s=%s: %w", m.flag, m.value, err)
-				}
-				o.fallback = append(o.fallback, l)
-			}
-		}
-		fi, err := os.Stat(m.src)
+		err = o.openOne(m, src, allowSockets, first+i, &idmap)
+		src.Close()
 		if err != nil {
-			o.close()
-			return nil, fmt.Errorf("--%s=%s: %w", m.flag, m.value, err)
+			return fmt.Errorf("--%s=%s: %w", m.flag, m.value, err)
 		}
-		um := wfs.UserMount{Src: m.src, Dst: m.dst, FD: first + i, RW: m.rw, Dir: fi.IsDir()}
-		if fi.IsDir() && !allowSockets {
-			if um.Sockets, err = wfs.FindSockets(m.src); err != nil {
-				o.close()
-				return nil, err
-			}
-		}
-		o.mounts = append(o.mounts, um)
 	}
-	return o, nil
+	return nil
+}
+
+// openOne clones m from src, its O_PATH fd, as fd number fd in the init.
+func (o *openedMounts) openOne(m hostMount, src *os.File, allowSockets bool, fd int, idmap **os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+		return fmt.Errorf("stat %s: %w", m.src, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFSOCK && !allowSockets {
+		return fmt.Errorf("%s is a unix socket, a way out of the sandbox (--allow-sockets lets it in)", m.src)
+	}
+	tree, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return fmt.Errorf("clone the mount of %s: %w", m.src, err)
+	}
+	o.files = append(o.files, os.NewFile(uintptr(tree), m.src))
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if !m.rw {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if m.noexec {
+		attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("limit the mount of %s: %w", m.src, err)
+	}
+	if m.rw {
+		if *idmap == nil {
+			if *idmap, err = idmapUserns(); err != nil {
+				return err
+			}
+		}
+		id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64((*idmap).Fd())}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, id); err != nil {
+			// The file system cannot be idmapped (tmpfs before 6.3,
+			// some network file systems): lend the top directory to
+			// the sandbox user for the run, give everything back after.
+			if err := o.lend(src, m.src, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID); err != nil {
+				return err
+			}
+		}
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	um := wfs.UserMount{Src: m.src, Dst: m.dst, FD: fd, RW: m.rw, Dir: dir}
+	if dir && !allowSockets {
+		// The walk goes over the clone itself: what is listed is what
+		// will be mounted.
+		if um.Sockets, err = wfs.FindSockets(tree, m.src); err != nil {
+			return err
+		}
+	}
+	o.mounts = append(o.mounts, um)
+	return nil
 }
 
 // idmapUserns returns a user namespace in which the caller's uid and gid
@@ -226,24 +250,31 @@ func idmapUsernsFor(uid, gid, host, hostGID int) (*os.File, error) {
 	return f, nil
 }
 
-// lend makes path (a writable source that cannot be idmapped) the
-// sandbox user's for the run, so the program can create files in it; the
-// files that were there stay the caller's (readable, not writable, unless
-// their mode says otherwise).
-func lend(path string, to, toGID int) (lent, error) {
+// lend makes the directory src (an O_PATH fd of path: a writable source
+// that cannot be idmapped) the sandbox user's for the run, so the program
+// can create files in it; the files that were there stay the caller's
+// (readable, not writable, unless their modes say otherwise). It is
+// recorded in o.fallback before its owner changes, so a give-back always
+// follows.
+func (o *openedMounts) lend(src *os.File, path string, to, toGID int) error {
 	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return lent{}, fmt.Errorf("lend %s to the sandbox: %w", path, err)
+	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
+		return fmt.Errorf("lend %s to the sandbox: %w", path, err)
 	}
-	l := lent{path: path, uid: int(st.Uid), gid: int(st.Gid), to: to, toGID: toGID}
-	if err := unix.Lchown(path, to, toGID); err != nil {
-		return lent{}, fmt.Errorf("lend %s to the sandbox: %w", path, err)
+	fd, err := unix.FcntlInt(src.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("lend %s to the sandbox: %w", path, err)
 	}
-	return l, nil
+	o.fallback = append(o.fallback, lent{path: path, dir: os.NewFile(uintptr(fd), path), uid: int(st.Uid), gid: int(st.Gid), to: to, toGID: toGID})
+	if err := unix.Fchownat(fd, "", to, toGID, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("lend %s to the sandbox: %w", path, err)
+	}
+	return nil
 }
 
 // giveBack returns what the sandbox user owns under each lent directory to
-// the caller, and each directory to its owner.
+// the caller, and each directory to its owner, through the fds they were
+// lent with (a link planted in them since leads nowhere).
 func (o *openedMounts) giveBack() error {
 	var first error
 	note := func(err error) {
@@ -252,21 +283,19 @@ func (o *openedMounts) giveBack() error {
 		}
 	}
 	for _, l := range o.fallback {
-		_ = filepath.WalkDir(l.path, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || p == l.path {
-				return nil
-			}
+		_ = wfs.WalkAt(int(l.dir.Fd()), func(parent int, name, rel string, _ uint32) error {
 			var st unix.Stat_t
-			if unix.Lstat(p, &st) == nil && (int(st.Uid) == l.to || int(st.Gid) == l.toGID) {
-				if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil {
-					note(fmt.Errorf("give %s back to uid %d: %w", p, os.Getuid(), err))
+			if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && (int(st.Uid) == l.to || int(st.Gid) == l.toGID) {
+				if err := unix.Fchownat(parent, name, os.Getuid(), os.Getgid(), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					note(fmt.Errorf("give %s back to uid %d: %w", filepath.Join(l.path, rel), os.Getuid(), err))
 				}
 			}
 			return nil
 		})
-		if err := unix.Lchown(l.path, l.uid, l.gid); err != nil {
+		if err := unix.Fchownat(int(l.dir.Fd()), "", l.uid, l.gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			note(fmt.Errorf("give %s back to uid %d: %w", l.path, l.uid, err))
 		}
+		l.dir.Close()
 	}
 	o.fallback = nil
 	return first
@@ -296,6 +325,14 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 			return nil, nil, fmt.Errorf("overlay: clone %s: %w", op.Src, err)
 		}
 		files = append(files, os.NewFile(uintptr(fd), op.Src))
+		// Read-only, nosuid, nodev like every other view of the host: the
+		// overlay only reads its lower layer, and nothing of the host may
+		// be written, run setuid or opened as a device through the clone.
+		limit := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, limit); err != nil {
+			closeAll(files)
+			return nil, nil, fmt.Errorf("overlay: limit the clone of %s: %w", op.Src, err)
+		}
 		if idmap == nil {
 			if idmap, err = idmapUsernsFor(0, 0, nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID); err != nil {
 				closeAll(files)
@@ -316,7 +353,12 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 // that what the init (root inside, host uid HostUIDBase) writes is the
 // caller's, or else lent to the init's host uid for the run and given back.
 func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	src, err := wfs.OpenSource(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
+	}
+	defer src.Close()
+	fd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return nil, fmt.Errorf("--overlay-keep=%s: clone: %w", dir, err)
 	}
@@ -334,12 +376,10 @@ func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
 	defer idmap.Close()
 	id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, id); err != nil {
-		l, err := lend(dir, nsexec.HostUIDBase, nsexec.HostUIDBase)
-		if err != nil {
+		if err := o.lend(src, dir, nsexec.HostUIDBase, nsexec.HostUIDBase); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
 		}
-		o.fallback = append(o.fallback, l)
 	}
 	return f, nil
 }
@@ -348,4 +388,38 @@ func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
+}
+
+// landlockPolicy is the second layer's part of the spec (fs.Landlock):
+// the file-system rules follow from the plan and the user mounts in the
+// init; here only the network mode's TCP rule. With a proxy the program
+// needs to connect only to it (3128, 1080), to the direct ports, and to
+// the stub resolver (53, for TCP fallback); with no network (its own
+// loopback only) and with the host's, TCP is left alone: Landlock's port
+// rules cannot tell the loopback from elsewhere, and a server the program
+// runs for itself on the loopback must keep working.
+func landlockPolicy(cfg Config) *wfs.Landlock {
+	l := &wfs.Landlock{Omit: cfg.LandlockTestOmit}
+	if cfg.Network == NetworkProxy {
+		l.NetConnect = true
+		direct := cfg.AllowPorts
+		if len(direct) == 0 {
+			direct = DefaultDirectPorts
+		}
+		l.ConnectTCP = append([]int{3128, 1080, 53}, direct...)
+	}
+	return l
+}
+
+// layers names the isolation layers the program runs under, for the
+// report and the verbose log.
+func layers(spec *nsexec.Spec, sb *nsexec.Sandbox) []string {
+	out := []string{"namespaces"}
+	if len(spec.Seccomp) > 0 {
+		out = append(out, "seccomp")
+	}
+	if sb.Landlock > 0 {
+		out = append(out, wfs.LandlockLayer(sb.Landlock))
+	}
+	return out
 }

@@ -73,7 +73,11 @@ type Result struct {
 	// counts: collected with --sandbox-log=verbose and a built-in policy,
 	// else null.
 	SyscallsDenied []seccomp.Denial `json:"syscalls_denied"`
-	Limits         Limits           `json:"limits"`
+	// Layers are the isolation layers the program ran under:
+	// "namespaces", "seccomp" (unless unconfined) and "landlock-abi-N"
+	// where the kernel has Landlock (docs/result.md).
+	Layers []string `json:"layers"`
+	Limits Limits   `json:"limits"`
 	// SetupMs is the time each setup step took, by step name; "total" is
 	// from ward's start of the launch to the program's start.
 	SetupMs map[string]float64 `json:"setup_ms"`

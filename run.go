@@ -201,8 +201,15 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	}
 	spec.CgroupFDs = len(procs)
 	mark("open-cgroup")
-	opened, err := openMounts(userMounts, cfg.AllowSockets, 4+len(procs))
-	if err != nil {
+	// The give-back is registered before anything is lent: whichever
+	// step fails from here on, a lent directory goes back to its owner.
+	opened := &openedMounts{}
+	l.undo = append(l.undo, func() {
+		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
+			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
+		}
+	})
+	if err := opened.open(userMounts, cfg.AllowSockets, 4+len(procs)); err != nil {
 		for _, f := range procs {
 			f.Close()
 		}
@@ -230,11 +237,6 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		lowers = append(lowers, keep)
 		spec.OverlayKeepFD = 4 + len(procs) + len(opened.files) + len(lowers) - 1
 	}
-	l.undo = append(l.undo, func() {
-		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
-			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
-		}
-	})
 	mark("open-user-paths")
 	extra := append(opened.files, lowers...)
 	var proxy *netns.Proxy
@@ -281,6 +283,14 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	res.setupSteps = append(steps, sb.Steps...)
 	for _, st := range res.setupSteps {
 		res.SetupMs[st.Step] = float64(st.Us) / 1000
+	}
+	res.Layers = layers(spec, sb)
+	switch {
+	case err != nil:
+	case sb.LandlockNote != "":
+		log.v("Layers: %s (no Landlock: %s)", strings.Join(res.Layers, ", "), sb.LandlockNote)
+	default:
+		log.v("Layers: %s", strings.Join(res.Layers, ", "))
 	}
 	var execErr *nsexec.ExecError
 	switch {
@@ -646,6 +656,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	if cfg.Overlay {
 		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
 	}
+	spec.Landlock = landlockPolicy(cfg)
 	if cfg.Network == NetworkProxy {
 		spec.DirectPorts = cfg.AllowPorts
 		if len(spec.DirectPorts) == 0 {

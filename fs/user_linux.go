@@ -1,6 +1,8 @@
 package fs
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -49,7 +51,7 @@ func MountUser(mounts []UserMount) error {
 		err = unix.MoveMount(m.FD, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 		unix.Close(target)
 		if err != nil {
-			return fail("move_mount "+m.Src, m.Dst, err)
+			return fail("move_mount "+m.Src+" onto the mount point", m.Dst, err) // ENOENT: removed since it was made
 		}
 		if err := checkReadOnly(m.Dst, !m.RW); err != nil {
 			return err
@@ -161,22 +163,140 @@ func keep(p string) bool {
 	return false
 }
 
-// FindSockets lists the unix sockets under dir (on the host), relative to
-// it; for a non-directory it returns nothing.
-func FindSockets(dir string) ([]string, error) {
-	var found []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable part: nothing of it is listed, or shown
+// OpenSource opens path, a caller's host path that ResolveSource has
+// already freed of symlinks, once and for good: O_PATH, refusing a symlink
+// (or /proc magic link) in any component. A link swapped in since the path
+// was resolved (a race, or a link planted by a sandbox that could write
+// there) makes the open fail with ELOOP instead of redirecting it; every
+// later use (the clone, the stat, the socket walk, lending) goes through
+// the fd, never the name again.
+func OpenSource(path string) (*os.File, error) {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("open %s: a symlink appeared in it since it was resolved: %w", path, err)
 		}
-		if d.Type()&os.ModeSocket != 0 {
-			rel, _ := filepath.Rel(dir, p)
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// WalkAt calls fn for everything under the directory dir (an fd, O_PATH
+// will do), depth first: the fd of the directory holding it, its name, its
+// path relative to dir, and its type (S_IFMT bits). Each directory is
+// opened beneath its parent's fd with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS:
+// a directory swapped for a symlink during the walk is skipped, never
+// followed. Unreadable parts are skipped. A non-directory dir yields
+// nothing.
+func WalkAt(dir int, fn func(parent int, name, rel string, mode uint32) error) error {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return nil
+		}
+		return err
+	}
+	return walkAt(fd, "", fn)
+}
+
+// walkAt walks the directory fd (which it closes) at rel.
+func walkAt(fd int, rel string, fn func(parent int, name, rel string, mode uint32) error) error {
+	defer unix.Close(fd)
+	buf := make([]byte, 8192)
+	var subdirs []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n <= 0 {
+			break // the end, or an unreadable directory: nothing more of it
+		}
+		for off := 0; off < n; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			typ := buf[off+18]
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += reclen
+			nm := string(name)
+			if nm == "." || nm == ".." {
+				continue
+			}
+			mode := dtToMode(typ)
+			if mode == 0 {
+				var st unix.Stat_t
+				if unix.Fstatat(fd, nm, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+					continue // gone since
+				}
+				mode = st.Mode & unix.S_IFMT
+			}
+			r := nm
+			if rel != "" {
+				r = rel + "/" + nm
+			}
+			if err := fn(fd, nm, r, mode); err != nil {
+				return err
+			}
+			if mode == unix.S_IFDIR {
+				subdirs = append(subdirs, nm)
+			}
+		}
+	}
+	for _, nm := range subdirs {
+		how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		sub, err := unix.Openat2(fd, nm, how)
+		if err != nil {
+			continue // unreadable, gone, or swapped for a link: skipped
+		}
+		r := nm
+		if rel != "" {
+			r = rel + "/" + nm
+		}
+		if err := walkAt(sub, r, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dtToMode(t byte) uint32 {
+	switch t {
+	case unix.DT_DIR:
+		return unix.S_IFDIR
+	case unix.DT_REG:
+		return unix.S_IFREG
+	case unix.DT_LNK:
+		return unix.S_IFLNK
+	case unix.DT_SOCK:
+		return unix.S_IFSOCK
+	case unix.DT_FIFO:
+		return unix.S_IFIFO
+	case unix.DT_CHR:
+		return unix.S_IFCHR
+	case unix.DT_BLK:
+		return unix.S_IFBLK
+	}
+	return 0
+}
+
+// FindSockets lists the unix sockets under the directory tree (an fd: the
+// clone that will be mounted), relative to it; for a non-directory it
+// returns nothing. name is for messages.
+func FindSockets(tree int, name string) ([]string, error) {
+	var found []string
+	err := WalkAt(tree, func(_ int, _, rel string, mode uint32) error {
+		if mode == unix.S_IFSOCK {
 			found = append(found, rel)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("look for sockets under %s: %w", dir, err)
+		return nil, fmt.Errorf("look for sockets under %s: %w", name, err)
 	}
 	return found, nil
 }

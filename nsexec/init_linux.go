@@ -66,12 +66,16 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 type proc struct {
 	sendMu sync.Mutex
 	upper  int // the overlays' upper layers, for --overlay-keep (0: none)
-	conn   *os.File
-	enc    *json.Encoder
-	dec    *json.Decoder
-	spec   Spec
-	steps  []StepTime
-	gate   *gate // the program's process, waiting (not in a session)
+	// landlock is the ABI of the ruleset in spec.LandlockFD (0: none) and
+	// landlockNote why there is none.
+	landlock     int
+	landlockNote string
+	conn         *os.File
+	enc          *json.Encoder
+	dec          *json.Decoder
+	spec         Spec
+	steps        []StepTime
+	gate         *gate // the program's process, waiting (not in a session)
 }
 
 func newProc() *proc {
@@ -96,8 +100,9 @@ var initSteps = []step{
 	// kernel waits an RCU grace period for that) while the init builds the
 	// root, then waits. pivot_root takes it along into the new root.
 	// (Usually it was forked before the Go runtime started: spawn_linux.c's
-	// early child; this is the fallback.)
-	{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session && !haveEarly() }},
+	// early child; this is the fallback. With Landlock the fallback forks
+	// once the root, and so the ruleset, is built: runProgram.)
+	{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session && !haveEarly() && p.spec.Landlock == nil }},
 	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
 	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
@@ -107,6 +112,9 @@ var initSteps = []step{
 	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
 	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }, when: func(p *proc) bool { return !p.spec.Overlay }},
 	{name: "give-root-to-user", run: func(p *proc) error { return fs.GiveRootTo(p.spec.UID, p.spec.GID) }, when: func(p *proc) bool { return p.spec.Overlay }},
+	// The second layer, built from the policy once every mount is in
+	// place; the program's process enforces it (spawn_linux.c).
+	{name: "build-landlock", run: (*proc).buildLandlock, when: func(p *proc) bool { return p.spec.Landlock != nil }},
 	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
 	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
 	{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
@@ -137,9 +145,10 @@ func RunInit() {
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&initName[0])), 0, 0, 0)
 	p := newProc()
 	p.spec = p.receive(MsgConfig).spec
+	p.spec.LandlockFD = -1
 	config := monoUs()
 	p.runSteps(initSteps)
-	p.send(Msg{Type: MsgReady, Steps: p.steps, StartUs: start, ConfigUs: config})
+	p.send(Msg{Type: MsgReady, Steps: p.steps, StartUs: start, ConfigUs: config, Landlock: p.landlock, LandlockNote: p.landlockNote})
 	if p.spec.Session {
 		p.serveSession()
 	}
@@ -197,6 +206,25 @@ func closeInheritedFds() error {
 	return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
 
+// buildLandlock builds the program's Landlock ruleset; a kernel without
+// Landlock leaves it out (the note says why) and keeps every other layer.
+func (p *proc) buildLandlock() error {
+	fd, abi, note, err := fs.LandlockRuleset(p.spec.Plan, p.spec.UserMounts, p.spec.Overlay, p.spec.Landlock)
+	if err != nil {
+		return err
+	}
+	if fd >= 0 && !p.spec.Session {
+		// The program's stdio are the init's (a session's commands get
+		// theirs per command, as pipes).
+		if err := fs.LandlockAllowStdio(fd, abi); err != nil {
+			unix.Close(fd)
+			return err
+		}
+	}
+	p.spec.LandlockFD, p.landlock, p.landlockNote = fd, abi, note
+	return nil
+}
+
 func (p *proc) hideOverlayLayers() error {
 	fd, err := fs.HideOverlayLayers(p.spec.OverlayKeepFD > 0)
 	if fd > 0 {
@@ -241,7 +269,11 @@ func (p *proc) runProgram() {
 		os.Exit(137)
 	}()
 	if p.gate == nil {
-		g, failed := sendEarly(&p.spec)
+		send := sendEarly
+		if !haveEarly() {
+			send = func(spec *Spec) (*gate, *Msg) { return spawnGate(spec, nil, false) }
+		}
+		g, failed := send(&p.spec)
 		if failed != nil {
 			p.send(*failed)
 			os.Exit(71)

@@ -69,6 +69,10 @@ type Sandbox struct {
 	// Steps are the setup step timings: the clone's here, the init's once
 	// ready, the program's process's once started.
 	Steps []StepTime
+	// Landlock is the ABI of the Landlock ruleset the program runs under
+	// (0: none), LandlockNote why none (from the init's "ready").
+	Landlock     int
+	LandlockNote string
 }
 
 // Start clones /proc/self/exe as the sandbox init in new user, mount, PID,
@@ -181,6 +185,7 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 			sb.Steps = append(sb.Steps, StepTime{Step: "start-init", Us: m.StartUs - sb.cloned, Side: "init"},
 				StepTime{Step: "receive-config", Us: m.ConfigUs - m.StartUs, Side: "init"})
 			sb.Steps = append(sb.Steps, m.Steps...)
+			sb.Landlock, sb.LandlockNote = m.Landlock, m.LandlockNote
 			if sb.session {
 				go sb.dispatch()
 				return 0, nil

@@ -49,6 +49,9 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
 
 static long sys(long nr, long a, long b, long c, long d, long e) {
 	long r = syscall(nr, a, b, c, d, e, 0);
@@ -157,9 +160,10 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, tmp[i] = sys(SYS_fcntl, g->stdio[i], F_DUPFD_CLOEXEC, 10, 0, 0), i);
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, sys(SYS_dup3, tmp[i], i, 0, 0, 0), i);
 	}
-	int keep[WARD_MAX_CGROUPS + 2], nkeep = 0;
+	int keep[WARD_MAX_CGROUPS + 3], nkeep = 0;
 	for (int i = 0; i < g->ncgroup; i++) keep[nkeep++] = g->cgroup_fds[i];
 	if (g->wait_fd >= 0) keep[nkeep++] = g->wait_fd;
+	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	keep[nkeep++] = g->report_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
 	// The Go runtime's handlers mean nothing here: default dispositions
@@ -189,9 +193,12 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		while (n == -EINTR);
 		if (n != 1) sys(SYS_exit_group, 71, 0, 0, 0, 0); // the init gave up: it reports why
 	}
-	// Only the report socket from here on (all close on exec).
-	keep[0] = g->report_fd;
-	CHECK(WARD_STEP_STDIO, close_all_but(keep, 1), -3);
+	// Only the report socket (and the Landlock ruleset, closed once
+	// enforced) from here on (all close on exec).
+	nkeep = 0;
+	keep[nkeep++] = g->report_fd;
+	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
+	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
 
 	// Under an unprivileged caller the init runs as the sandbox user too:
 	// in a user namespace of its own (the same single mapping) the
@@ -294,6 +301,18 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	t = now_us();
 	CHECK(WARD_STEP_NNP, sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
 	STEP(WARD_STEP_NNP);
+
+	// The second layer below the mounts: the ruleset the init built from
+	// the file-system (and network) policy. no_new_privs is what lets an
+	// unprivileged process enforce it; before seccomp, whose policies may
+	// not allow landlock_restrict_self. It holds for this process and
+	// everything it execs or forks, and cannot be undone.
+	t = now_us();
+	if (g->landlock_fd >= 0) {
+		CHECK(WARD_STEP_LANDLOCK, sys(SYS_landlock_restrict_self, g->landlock_fd, 0, 0, 0, 0), g->landlock_fd);
+		sys(SYS_close, g->landlock_fd, 0, 0, 0, 0);
+	}
+	STEP(WARD_STEP_LANDLOCK);
 
 	t = now_us();
 	CHECK(WARD_STEP_WORKDIR, sys(SYS_chdir, (long)g->dir, 0, 0, 0, 0), 0);
@@ -442,12 +461,26 @@ static void __attribute__((noreturn)) early_child(int fd, int ncg) {
 	if (n < (long)sizeof(struct packed)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, n);
 	char *buf = malloc(n);
 	if (!buf) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, n);
+	// The Landlock ruleset, if any, comes with the config (SCM_RIGHTS).
 	long got;
-	do got = sys(SYS_recvfrom, fd, (long)buf, n, 0, 0);
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+	do got = sys(SYS_recvmsg, fd, (long)&mh, MSG_CMSG_CLOEXEC, 0, 0);
 	while (got == -EINTR);
-	if (got != n) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, got < 0 ? got : -EBADMSG, got);
+	if (got != n || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, got < 0 ? got : -EBADMSG, got);
+	int landlock_fd = -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&landlock_fd, CMSG_DATA(c), sizeof(int));
 	struct packed *pk = (struct packed *)buf;
 	struct ward_gate *g = &pk->g;
+	// The config says whether a ruleset was sent: one must have come.
+	if ((g->landlock_fd >= 0) != (landlock_fd >= 0)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 8);
+	g->landlock_fd = landlock_fd;
 	g->report_fd = fd;
 	g->wait_fd = -1;
 	g->ncgroup = 0;
@@ -527,7 +560,24 @@ int ward_send_gate_to(struct ward_gate *g, int fd) {
 	for (int i = 0; i < 3; i++) p = stpcpy(p, strs[i]) + 1;
 	for (int i = 0; i < argc; i++) p = stpcpy(p, g->argv[i]) + 1;
 	for (int i = 0; i < envc; i++) p = stpcpy(p, g->envp[i]) + 1;
-	long e = sys(SYS_sendto, fd, (long)buf, n, MSG_NOSIGNAL, 0);
+	// The Landlock ruleset goes along as an fd of the child's own.
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (g->landlock_fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &g->landlock_fd, sizeof(int));
+	}
+	long e = sys(SYS_sendmsg, fd, (long)&mh, MSG_NOSIGNAL, 0, 0);
 	free(buf);
 	return e < 0 ? (int)e : 0;
 }

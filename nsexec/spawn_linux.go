@@ -25,7 +25,7 @@ import (
 var gateSteps = [C.WARD_NSTEPS]string{
 	"set-stdio", "new-session", "enter-cgroup", "enter-user-namespace", "set-rlimits", "enter-cgroup-namespace",
 	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
-	"no-new-privs", "enter-workdir", "seccomp", "exec", "fork-program",
+	"no-new-privs", "landlock", "enter-workdir", "seccomp", "exec", "fork-program",
 }
 
 // gate is the program's process until it execs the program.
@@ -151,6 +151,10 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	}
 	if spec.NestUserns {
 		g.nest_userns = 1
+	}
+	g.landlock_fd = -1
+	if spec.Landlock != nil && spec.LandlockFD >= 0 {
+		g.landlock_fd = C.int(spec.LandlockFD)
 	}
 	if spec.SeccompNotify != "" {
 		g.notify = 1
@@ -281,6 +285,8 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 		what = [...]string{"capset", "capget", "capabilities still set after capset"}[detail%3]
 	case C.WARD_STEP_NNP:
 		what = "PR_SET_NO_NEW_PRIVS"
+	case C.WARD_STEP_LANDLOCK:
+		what = "landlock_restrict_self"
 	case C.WARD_STEP_WORKDIR:
 		what, m.Path = "chdir "+spec.Dir, spec.Dir
 	case C.WARD_STEP_SECCOMP:

@@ -14,6 +14,7 @@ enum {
 	WARD_STEP_USER,
 	WARD_STEP_CAPS,
 	WARD_STEP_NNP,
+	WARD_STEP_LANDLOCK,
 	WARD_STEP_WORKDIR,
 	WARD_STEP_SECCOMP,
 	WARD_STEP_EXEC,
@@ -52,7 +53,8 @@ struct ward_gate {
 	int nest_userns; // enter a user namespace of the program's own (see enter-user-namespace)
 	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
 	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
-	int notify; // load the one filter with a listener and send it
+	int landlock_fd; // a Landlock ruleset to enforce after no_new_privs (-1: none)
+	int notify;      // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];
 	const void *filters[WARD_MAX_FILTERS];

@@ -11,7 +11,7 @@
 //	direction      type        when                              carries
 //	parent->init   config      right after clone                 Spec
 //	init->parent   error       a setup step failed (exit 71)     Step, Path, Errno, Message
-//	init->parent   ready       the root is built                 Steps (timings)
+//	init->parent   ready       the root is built                 Steps (timings), Landlock (ABI)
 //	init->parent   exec_error  the program could not be exec'd   Path, Errno
 //	init->parent   started     the program runs                  Pid (inside), StartUs (its exec)
 //	init->parent   exit        the program ended                 Exit (with WallUs, TimedOut)
@@ -91,11 +91,11 @@ type Spec struct {
 	// (an unprivileged caller's single mapping); the program keeps the
 	// groups it has. NProc is RLIMIT_NPROC (0: leave it), the process
 	// limit where no cgroup holds one.
-	KeepGroups bool   `json:"keep_groups,omitempty"`
+	KeepGroups bool `json:"keep_groups,omitempty"`
 	// NestUserns puts the program in a user namespace of its own (same
 	// single mapping), so that RLIMIT_NPROC counts its processes only, not
 	// the init's threads of the same uid.
-	NestUserns bool `json:"nest_userns,omitempty"`
+	NestUserns bool   `json:"nest_userns,omitempty"`
 	NProc      uint64 `json:"nproc,omitempty"`
 	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
 	// cgroup holds the sandbox's (--limits=best-effort).
@@ -120,6 +120,11 @@ type Spec struct {
 	// CgroupFDs is how many cgroup.procs files (fds 4...) the gate writes
 	// itself into before exec.
 	CgroupFDs int `json:"cgroup_fds"`
+	// Landlock is the second layer's policy (nil: none); the init builds
+	// the ruleset once the root is complete (LandlockFD, in the init
+	// only) and every program's process enforces it after no_new_privs.
+	Landlock   *fs.Landlock `json:"landlock,omitempty"`
+	LandlockFD int          `json:"-"`
 }
 
 // Exit is how the program ended, with the resource use of every process
@@ -183,6 +188,10 @@ type Msg struct {
 	// succeeded: its time limit counts from there.
 	StartUs  int64 `json:"start_us,omitempty"`
 	ConfigUs int64 `json:"config_us,omitempty"`
+	// Landlock (ready) is the ABI of the Landlock ruleset every program
+	// gets (0: none), LandlockNote why none where it was asked for.
+	Landlock     int    `json:"landlock,omitempty"`
+	LandlockNote string `json:"landlock_note,omitempty"`
 }
 
 // SetupError is a failed setup step, on either side of the fork.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardbox/ward"
 	"github.com/wardbox/ward/cgroup"
+	wfs "github.com/wardbox/ward/fs"
 )
 
 // check is one line of `ward verify`: it runs in a real sandbox of the
@@ -281,10 +282,58 @@ func checks() []check {
 			return expect(c, stdoutIs("0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 1"), "sh", "-c",
 				"for k in CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs; do sed -n \"s/^$k:[[:space:]]*//p\" /proc/self/status; done | tr '\\n' ' ' | sed 's/ $//'")
 		}},
+		{"landlock", "Landlock holds on its own, below the mounts", checkLandlock},
 		{"cgroup", "a cgroup holds the sandbox (" + cgroup.Layout() + ")", func(c ward.Config) (string, string) {
 			return expect(c, func(r *ward.Result) (bool, string) {
 				return r.MemoryPeakBytes != nil && r.ProcessesPeak != nil, "no cgroup figures in the result"
 			}, "true")
 		}},
 	}
+}
+
+// landlockTarget is where checkLandlock mounts its writable directory.
+const landlockTarget = "/ward-verify-landlock"
+
+// checkLandlock shows that the second layer holds without the first: a
+// writable mount that Landlock's rules leave out (a test mode, as if the
+// mounts had let more through than the policy says) must still refuse a
+// write, with EACCES. Sabotaged, the rules include it and the write goes
+// through.
+func checkLandlock(c ward.Config) (string, string) {
+	abi, err := wfs.LandlockABI()
+	if err != nil {
+		return "skip", "Landlock absent here: " + err.Error()
+	}
+	if c.Overlay {
+		return "skip", "the profile uses --overlay: its whole view is writable by policy"
+	}
+	dir, err := os.MkdirTemp("", "ward-verify-landlock-")
+	if err != nil {
+		return "FAIL", err.Error()
+	}
+	defer os.RemoveAll(dir)
+	c.Mounts = append(c.Mounts, ward.Mount{Source: dir, Target: landlockTarget, Writable: true})
+	if os.Getenv(sabotageEnv) != "landlock" {
+		c.LandlockTestOmit = []string{landlockTarget}
+	}
+	r, err := in(c, "sh", "-c", "grep -q ' "+landlockTarget+" [^ ]* rw,' /proc/self/mounts && echo mount-rw; echo x > "+landlockTarget+"/f && echo written")
+	if err != nil {
+		return "FAIL", err.Error()
+	}
+	out, stderr := outOf(r), ""
+	if r.Stderr != nil {
+		stderr = *r.Stderr
+	}
+	want := fmt.Sprintf("landlock-abi-%d", abi)
+	switch {
+	case !strings.Contains(out, "mount-rw"):
+		return "FAIL", "the test mount is not writable, so it proves nothing: " + out
+	case strings.Contains(out, "written"):
+		return "FAIL", "a write the Landlock rules leave out went through"
+	case !strings.Contains(stderr, "Permission denied"):
+		return "FAIL", "the write failed, but not with EACCES: " + strings.TrimSpace(stderr)
+	case !strings.Contains(strings.Join(r.Layers, " "), want):
+		return "FAIL", fmt.Sprintf("layers %v, want %s", r.Layers, want)
+	}
+	return "ok", ""
 }
