@@ -167,6 +167,9 @@ func (o *openedMounts) openOne(m hostMount, src *os.File, allowSockets bool, fd 
 	if st.Mode&unix.S_IFMT == unix.S_IFSOCK && !allowSockets {
 		return fmt.Errorf("%s is a unix socket, a way out of the sandbox (--allow-sockets lets it in)", m.src)
 	}
+	if os.Geteuid() != 0 {
+		return o.passSource(m, src, &st, allowSockets, fd)
+	}
 	tree, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return fmt.Errorf("clone the mount of %s: %w", m.src, err)
@@ -204,6 +207,29 @@ func (o *openedMounts) openOne(m hostMount, src *os.File, allowSockets bool, fd 
 		// The walk goes over the clone itself: what is listed is what
 		// will be mounted.
 		if um.Sockets, err = wfs.FindSockets(tree, m.src); err != nil {
+			return err
+		}
+	}
+	o.mounts = append(o.mounts, um)
+	return nil
+}
+
+// passSource hands an unprivileged caller's source to the init as it is
+// (an O_PATH fd): cloning a host mount needs privileges this process does
+// not have, the init has them over its own copy of the mount namespace and
+// clones it there (fs.CloneUserPaths). No idmapping is needed: the single
+// mapping makes the sandbox user the caller. The socket walk goes over the
+// source itself.
+func (o *openedMounts) passSource(m hostMount, src *os.File, st *unix.Stat_t, allowSockets bool, fd int) error {
+	dup, err := unix.FcntlInt(src.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("dup %s: %w", m.src, err)
+	}
+	o.files = append(o.files, os.NewFile(uintptr(dup), m.src))
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	um := wfs.UserMount{Src: m.src, Dst: m.dst, FD: fd, RW: m.rw, Dir: dir, Clone: true, NoExec: m.noexec}
+	if dir && !allowSockets {
+		if um.Sockets, err = wfs.FindSockets(dup, m.src); err != nil {
 			return err
 		}
 	}
@@ -314,6 +340,12 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 			idmap.Close()
 		}
 	}()
+	if os.Geteuid() != 0 {
+		// Cloning and idmapping a host mount needs privileges: the
+		// overlays read the system directories from the host's root
+		// directly, and files of host root stay read-only to the program.
+		return nil, []string{"unprivileged: the system's existing files stay read-only (new files can be made anywhere)"}, nil
+	}
 	for i := range plan.Ops {
 		op := &plan.Ops[i]
 		if op.Kind != wfs.KindOverlay {
@@ -356,6 +388,12 @@ func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
 	src, err := wfs.OpenSource(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
+	}
+	if os.Geteuid() != 0 {
+		// An unprivileged caller cannot clone the mount: the init writes
+		// through the directory's own fd, as the caller (the single
+		// mapping), so what it copies out is the caller's.
+		return src, nil
 	}
 	defer src.Close()
 	fd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)

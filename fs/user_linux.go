@@ -24,6 +24,72 @@ type UserMount struct {
 	// Sockets are paths inside Dst, relative, of unix sockets found in the
 	// source on the host: each is hidden (unless --allow-sockets).
 	Sockets []string `json:"sockets,omitempty"`
+	// Clone: FD is the source itself (an O_PATH fd the caller opened),
+	// not a detached clone of its tree: an unprivileged caller cannot
+	// clone a host mount. The init clones it (CloneUserPaths); NoExec
+	// says how to limit the clone (RW says whether it stays writable).
+	Clone  bool `json:"clone,omitempty"`
+	NoExec bool `json:"noexec,omitempty"`
+}
+
+// CloneUserPaths, in the init, makes each Clone mount's detached tree
+// while the host's root is still reachable at OldRoot (an unprivileged
+// caller could not: cloning a mount needs CAP_SYS_ADMIN over its mount
+// namespace, which the init has over its own copy). The source is opened
+// again by its resolved path beneath OldRoot, refusing every symlink, and
+// must be the very file the caller opened (same device and inode):
+// nothing swapped in between can redirect it. The clone takes the fd
+// number the caller's fd had.
+func CloneUserPaths(mounts []UserMount) error {
+	old, err := unix.Open(OldRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail("open", OldRoot, err)
+	}
+	defer unix.Close(old)
+	for _, m := range mounts {
+		if !m.Clone {
+			continue
+		}
+		how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		src, err := unix.Openat2(old, strings.TrimPrefix(filepath.Clean(m.Src), "/"), how)
+		if err != nil {
+			return fail("open again (no symlinks allowed)", m.Src, err)
+		}
+		var want, got unix.Stat_t
+		err = unix.Fstat(m.FD, &want)
+		if err == nil {
+			err = unix.Fstat(src, &got)
+		}
+		if err == nil && (want.Dev != got.Dev || want.Ino != got.Ino) {
+			err = unix.ESTALE
+		}
+		if err != nil {
+			unix.Close(src)
+			return fail("check it is what the caller opened", m.Src, err)
+		}
+		tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+		unix.Close(src)
+		if err != nil {
+			return fail("clone the mount of", m.Src, err)
+		}
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if !m.RW {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if m.NoExec {
+			attr.Attr_set |= unix.MOUNT_ATTR_NOEXEC
+		}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+			unix.Close(tree)
+			return fail("limit the mount of", m.Src, err)
+		}
+		err = unix.Dup3(tree, m.FD, unix.O_CLOEXEC)
+		unix.Close(tree)
+		if err != nil {
+			return fail("dup the clone of", m.Src, err)
+		}
+	}
+	return nil
 }
 
 // resolveFlags confine every lookup to the new root and refuse any

@@ -202,3 +202,40 @@ func TestRootlessSessionsArePerUser(t *testing.T) {
 		t.Errorf("alice's sandbox did not survive bob's tries\n%s", r)
 	}
 }
+
+// TestRootlessFilesAndMounts: --allow-read, --allow-write and --mount work
+// for an ordinary user (the init clones the sources), read-only where
+// asked, and what the program makes is the caller's, never setuid.
+func TestRootlessFilesAndMounts(t *testing.T) {
+	u := newTestUser(t)
+	data := filepath.Join(u.dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "in.txt"), []byte("input\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{data, filepath.Join(data, "in.txt")} {
+		if err := os.Chown(p, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := u.run(t, opts{}, "run", "--allow-read=data", "--", "sh", "-c", "cat "+data+"/in.txt; echo x > "+data+"/new && echo WROTE; echo end")
+	if !strings.Contains(r.stdout, "input") || strings.Contains(r.stdout, "WROTE") {
+		t.Errorf("--allow-read: want the file readable and the dir read-only\n%s", r)
+	}
+	r = u.run(t, opts{}, "run", "--allow-write="+data, "--", "sh", "-c", "echo made > "+data+"/out.txt; chmod 4755 "+data+"/out.txt; echo end")
+	if r.code != 0 {
+		t.Errorf("--allow-write: %s", r)
+	}
+	fi, err := os.Stat(filepath.Join(data, "out.txt"))
+	if err != nil {
+		t.Fatalf("the file the program made is not on the host: %v", err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != u.uid || int(st.Gid) != u.gid || fi.Mode()&os.ModeSetuid != 0 {
+		t.Errorf("out.txt is %d:%d %v, want the caller's %d:%d and no setuid", st.Uid, st.Gid, fi.Mode(), u.uid, u.gid)
+	}
+	if r := u.run(t, opts{}, "run", "--mount="+data+":/data:ro", "--", "cat", "/data/in.txt"); strings.TrimSpace(r.stdout) != "input" {
+		t.Errorf("--mount: %s", r)
+	}
+}

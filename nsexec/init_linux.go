@@ -107,6 +107,9 @@ var initSteps = []step{
 	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
 	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
 	{name: "hide-overlay-layers", run: (*proc).hideOverlayLayers, when: func(p *proc) bool { return p.spec.Overlay }},
+	// An unprivileged caller passes its sources themselves: the init
+	// clones them here, while the host's root is still reachable.
+	{name: "clone-user-paths", run: func(p *proc) error { return fs.CloneUserPaths(p.spec.UserMounts) }, when: func(p *proc) bool { return anyClone(p.spec.UserMounts) }},
 	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
 	{name: "mount-user-paths", run: func(p *proc) error { return fs.MountUser(p.spec.UserMounts) }, when: func(p *proc) bool { return len(p.spec.UserMounts) > 0 }},
 	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
@@ -502,4 +505,13 @@ func envPath(env []string) string {
 		}
 	}
 	return "/usr/local/bin:/usr/bin:/bin"
+}
+
+func anyClone(ms []fs.UserMount) bool {
+	for _, m := range ms {
+		if m.Clone {
+			return true
+		}
+	}
+	return false
 }
