@@ -239,3 +239,72 @@ func TestRootlessFilesAndMounts(t *testing.T) {
 		t.Errorf("--mount: %s", r)
 	}
 }
+
+// TestRootlessVerifySaysWhatThisHostGives: ward verify, as an ordinary
+// user on a host that gives them no cgroup, passes what holds and says how
+// to get the rest.
+func TestRootlessVerifySaysWhatThisHostGives(t *testing.T) {
+	u := newTestUser(t)
+	r := u.run(t, opts{}, "verify")
+	if r.code != 0 || !strings.Contains(r.stdout, "0 failing") {
+		t.Fatalf("verify as an ordinary user: %s", r)
+	}
+	if r.code == 0 && strings.Contains(r.stdout, "skip a memory limit is enforced") && !strings.Contains(r.stdout, "Delegate=yes") {
+		t.Errorf("verify skips the memory limit without saying how to get a cgroup\n%s", r)
+	}
+}
+
+// TestRootlessDelegatedCgroupV2: an ordinary user whose cgroup v2 subtree
+// is delegated to them (as systemd's Delegate=yes leaves it: the directory
+// and its cgroup.procs, cgroup.subtree_control and cgroup.threads are
+// theirs) gets every limit as root does: memory 125, CPU time 124, and
+// the cgroup's figures in the result.
+func TestRootlessDelegatedCgroupV2(t *testing.T) {
+	needCgroupV2(t)
+	u := newTestUser(t)
+	dir := delegatedCgroup(t)
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+		if err := os.Chown(filepath.Join(dir, f), u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As the user, in the delegated cgroup: root moves the shell there
+	// before it execs ward.
+	inDelegated := func(args ...string) result {
+		ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `read go; exec "$@"`, "sh", u.ward}, args...)...)
+		cmd.Dir = u.dir
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.dir}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(in, "go\n")
+		in.Close()
+		err = cmd.Wait()
+		return result{stdout: out.String(), stderr: errb.String(), code: exitCode(cmd, err)}
+	}
+	r := inDelegated("run", "--memory-limit=64M", "--json", "--", "tail", "/dev/zero")
+	res := decodeOne(t, "result", r.stdout)
+	limits, _ := res["limits"].(map[string]any)
+	by, _ := limits["enforced_by"].(map[string]any)
+	if r.code != 125 || res["status"] != "memory" || by["memory_limit_bytes"] != "cgroup" {
+		t.Errorf("memory hog in a delegated cgroup: exit %d, status %v, enforced_by %v; want 125, memory, cgroup\n%s", r.code, res["status"], by, r)
+	}
+	if res["memory_peak_bytes"] == nil || res["processes_peak"] == nil || res["cpu_time_ms"] == nil {
+		t.Errorf("no cgroup figures in the result: %v", res)
+	}
+	if r := inDelegated("run", "--cpu-time-limit=1s", "--", "sh", "-c", "while :; do :; done"); r.code != 124 {
+		t.Errorf("CPU time limit in a delegated cgroup: exit %d, want 124\n%s", r.code, r)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -206,6 +207,9 @@ func checks() []check {
 			if !onHost("/usr/bin/python3") {
 				return "skip", "no python3 on this host to allocate with"
 			}
+			if why := noCgroup(); why != "" {
+				return "skip", why
+			}
 			c.MemoryLimit = 32 << 20
 			return expect(c, func(r *ward.Result) (bool, string) { return r.Status == ward.StatusMemory, "status " + r.Status },
 				"python3", "-c", "b = bytearray(256 << 20)")
@@ -284,6 +288,9 @@ func checks() []check {
 		}},
 		{"landlock", "Landlock holds on its own, below the mounts", checkLandlock},
 		{"cgroup", "a cgroup holds the sandbox (" + cgroup.Layout() + ")", func(c ward.Config) (string, string) {
+			if why := noCgroup(); why != "" {
+				return "skip", why
+			}
 			return expect(c, func(r *ward.Result) (bool, string) {
 				return r.MemoryPeakBytes != nil && r.ProcessesPeak != nil, "no cgroup figures in the result"
 			}, "true")
@@ -337,3 +344,19 @@ func checkLandlock(c ward.Config) (string, string) {
 	}
 	return "ok", ""
 }
+
+// noCgroup says why this caller gets no cgroup (empty: it gets one): an
+// ordinary user without a delegated cgroup v2 subtree. Memory, CPU share
+// and CPU time limits then need --limits=best-effort, or delegation.
+var noCgroup = sync.OnceValue(func() string {
+	if os.Geteuid() == 0 {
+		return ""
+	}
+	cg, err := cgroup.New(cgroup.Resources{})
+	if err != nil {
+		return "no cgroup for this user (" + cgroup.Layout() + "): limits that need one (memory, CPU share, CPU time) are refused, or held per process with --limits=best-effort; " +
+			"to get them, run ward in a delegated cgroup v2 subtree: systemd-run --user --scope -p Delegate=yes ward ..."
+	}
+	_ = cg.Destroy()
+	return ""
+})
