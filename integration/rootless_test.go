@@ -308,3 +308,31 @@ func TestRootlessDelegatedCgroupV2(t *testing.T) {
 		t.Errorf("CPU time limit in a delegated cgroup: exit %d, want 124\n%s", r.code, r)
 	}
 }
+
+// TestUserNamespacesBlockedSaysWhyAndTheFix: with user namespaces off
+// (user.max_user_namespaces=0), ward exits 71 naming the knob and the fix.
+// It changes a host-wide sysctl for a moment, so it runs in the test VM
+// (WARD_VM), never on a developer's machine.
+func TestUserNamespacesBlockedSaysWhyAndTheFix(t *testing.T) {
+	needRoot(t)
+	if os.Getenv("WARD_VM") == "" {
+		t.Skip("sets user.max_user_namespaces=0 host-wide for a moment: runs in the cgroup-v2 VM suite only")
+	}
+	const knob = "/proc/sys/user/max_user_namespaces"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knob, []byte("0"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, old, 0); err != nil {
+			t.Errorf("restore %s: %v", knob, err)
+		}
+	})
+	r := run(t, opts{}, "run", "--", "true")
+	if r.code != 71 || !strings.Contains(r.stderr, "user.max_user_namespaces is 0") || !strings.Contains(r.stderr, "sysctl -w") {
+		t.Errorf("exit %d, want 71 naming user.max_user_namespaces and the fix\n%s", r.code, r)
+	}
+}

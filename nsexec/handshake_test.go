@@ -185,3 +185,25 @@ func hasStep(steps []StepTime, name string) bool {
 	}
 	return false
 }
+
+func TestUsernsHintNamesTheKnobAndTheFix(t *testing.T) {
+	for _, tc := range []struct {
+		knobs        map[string]string
+		unprivileged bool
+		want         string
+	}{
+		{map[string]string{"user.max_user_namespaces": "0"}, false, "sysctl -w user.max_user_namespaces"},
+		{map[string]string{"kernel.unprivileged_userns_clone": "0"}, true, "kernel.unprivileged_userns_clone is 0"},
+		{map[string]string{"kernel.unprivileged_userns_clone": "0"}, false, "user.max_user_namespaces > 0"}, // root is not refused by it
+		{map[string]string{"kernel.apparmor_restrict_unprivileged_userns": "1"}, true, "make install, which loads its profile"},
+		{map[string]string{}, true, "user.max_user_namespaces > 0"},
+	} {
+		if got := usernsHint(func(string) string { return "" }, false, true); !strings.Contains(got, "seccomp=unconfined") {
+			t.Errorf("in a container: %q, want the container option named", got)
+		}
+		got := usernsHint(func(k string) string { return tc.knobs[k] }, tc.unprivileged, false)
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%v (unprivileged %v): %q, want it to mention %q", tc.knobs, tc.unprivileged, got, tc.want)
+		}
+	}
+}

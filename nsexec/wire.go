@@ -32,6 +32,8 @@ package nsexec
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -242,13 +244,57 @@ func (e *ExecError) ExitCode() int {
 
 // hintFor tells the operator what to do about the usual setup failures.
 func hintFor(e *SetupError) string {
+	denied := e.Errno == syscall.EPERM || e.Errno == syscall.EACCES
 	switch {
-	case e.Step == "clone" && (e.Errno == syscall.EPERM || e.Errno == syscall.ENOSPC || e.Errno == syscall.EINVAL):
-		return "run ward as root on a kernel with user, PID and mount namespaces; check sysctl user.max_user_namespaces > 0"
-	case (e.Errno == syscall.EPERM || e.Errno == syscall.EACCES) && (e.Step == "make-mounts-private" || e.Step == "enter-new-root" || e.Step == "create-cgroup"):
-		return "ward needs root (CAP_SYS_ADMIN) on the host"
+	case e.Step == "clone" && (denied || e.Errno == syscall.ENOSPC || e.Errno == syscall.EINVAL || e.Errno == syscall.EUSERS):
+		return usernsHint(procSys, os.Geteuid() != 0, inContainer())
+	case denied && (e.Step == "make-mounts-private" || e.Step == "enter-new-root"):
+		// The namespace came, without the capabilities it should hold:
+		// AppArmor's restriction does exactly that.
+		if os.Geteuid() != 0 && procSys("kernel.apparmor_restrict_unprivileged_userns") == "1" {
+			return usernsHint(procSys, true, false)
+		}
+		return "the sandbox's own user namespace holds no capabilities here; a security module (AppArmor, SELinux) or a container's profile may be removing them"
+	case denied && e.Step == "create-cgroup":
+		return "ward creates its cgroups under its own: as root, with the cgroup file systems writable; as another user, in a delegated cgroup v2 subtree"
 	}
 	return ""
+}
+
+// procSys reads a /proc/sys knob, "" when absent.
+func procSys(name string) string {
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// usernsHint names what keeps this host from giving ward a user namespace,
+// and the fix, from the knobs and markers read through sysctl (a
+// parameter, for the tests).
+func usernsHint(sysctl func(string) string, unprivileged, container bool) string {
+	switch {
+	case sysctl("user.max_user_namespaces") == "0":
+		return "user namespaces are off: sysctl user.max_user_namespaces is 0; set it above 0 (sysctl -w user.max_user_namespaces=15000)"
+	case unprivileged && sysctl("kernel.unprivileged_userns_clone") == "0":
+		return "this kernel refuses user namespaces to ordinary users: sysctl kernel.unprivileged_userns_clone is 0; set it to 1, or run ward as root"
+	case unprivileged && sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+		return "AppArmor restricts user namespaces to programs with a profile that allows them (kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 23.10 and later): install ward with make install, which loads its profile, or set that sysctl to 0"
+	case container:
+		return "this looks like a container whose seccomp profile refuses new namespaces (Docker's and Podman's defaults do without CAP_SYS_ADMIN): run the container with --security-opt seccomp=unconfined (and --security-opt apparmor=unconfined where AppArmor confines it), or a seccomp profile that allows clone, unshare and setns with namespace flags"
+	}
+	return "ward needs user, PID and mount namespaces: check sysctl user.max_user_namespaces > 0, and any security module or seccomp profile ward runs under"
+}
+
+// inContainer: the markers Docker and Podman leave.
+func inContainer() bool {
+	for _, p := range []string{"/.dockerenv", "/run/.containerenv"} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // ExecRequest asks a long-lived sandbox's init to run a command (its
