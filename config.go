@@ -156,6 +156,12 @@ type Config struct {
 	// MaxFileSize is RLIMIT_FSIZE in bytes: a larger write fails with
 	// EFBIG; 0 means none.
 	MaxFileSize int64
+	// AllowNested lets the program make a sandbox of its own (ward,
+	// bubblewrap): the default policy then allows new user, mount and PID
+	// namespaces and mounting in them, /proc is left unmasked (the kernel
+	// wants one fully visible for a new one) and Landlock is off (it
+	// forbids mounting). Every other rule stays.
+	AllowNested bool
 	// Limits is LimitsStrict (when empty) or LimitsBestEffort: what to do
 	// when this host gives ward no cgroup (an unprivileged caller without
 	// a delegated cgroup v2 subtree) and a limit needs one.
@@ -319,6 +325,9 @@ func (c Config) Validate() error {
 		if p < 1 || p > 65535 {
 			return &ConfigError{Key: "allow-port", Value: fmt.Sprint(p), Reason: "want a port from 1 to 65535"}
 		}
+	}
+	if c.AllowNested && c.Seccomp == SeccompStrict {
+		return &ConfigError{Key: "allow-nested", Value: "true", Reason: "the strict policy allows no namespaces: use the default policy (or a profile of your own)"}
 	}
 	switch c.Limits {
 	case "", LimitsStrict, LimitsBestEffort:

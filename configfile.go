@@ -18,6 +18,7 @@ import (
 
 type limitKeys struct {
 	Limits          *string `toml:"limits"`
+	AllowNested     *bool   `toml:"allow_nested"`
 	TimeLimit       *string `toml:"time_limit"`
 	CPUTimeLimit    *string `toml:"cpu_time_limit"`
 	MemoryLimit     *string `toml:"memory_limit"`
@@ -117,6 +118,7 @@ type Layer struct {
 	AllowRead, AllowWrite, DenyPaths     *[]string
 	Seccomp                              *string
 	Limits                               *string
+	AllowNested                          *bool
 	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
 	Scratch [3]struct {
 		Size  *int64
@@ -150,7 +152,7 @@ func (e *FileError) Error() string {
 }
 
 // knownKeys are every key the schema has, for "did you mean".
-var knownKeys = []string{"limits", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
+var knownKeys = []string{"limits", "allow_nested", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
 	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
 	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
 
@@ -236,7 +238,7 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 	if p.Limits != nil && *p.Limits != LimitsStrict && *p.Limits != LimitsBestEffort {
 		return l, fmt.Errorf("limits: %q: want strict or best-effort", *p.Limits)
 	}
-	l.Limits = p.Limits
+	l.Limits, l.AllowNested = p.Limits, p.AllowNested
 	// Nested tables first, flattened keys over them.
 	net, fs := networkKeys{}, filesystemKeys{}
 	if p.Network != nil {
@@ -495,6 +497,7 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("max_files", l.MaxFiles != nil, func() { c.MaxFiles = *l.MaxFiles })
 	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
 	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
+	set("allow_nested", l.AllowNested != nil, func() { c.AllowNested = *l.AllowNested })
 	for i, d := range c.scratchDirs() {
 		sc := l.Scratch[i]
 		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })

@@ -62,7 +62,11 @@ func (l *logger) before(cfg Config) {
 	l.v("Filesystem: read-only (writable: /tmp, /home/%s)", SandboxUser)
 	size, inodes := cfg.Tmp.effective(DefaultTmpSize, cfg.MaxFiles)
 	l.v("Temp dir: /tmp (TMPDIR; %s, %d files)", FormatSize(size), inodes-1)
-	l.v("Seccomp: %s", cfg.Seccomp)
+	if cfg.AllowNested {
+		l.v("Seccomp: %s, nested sandboxes allowed (new user, mount and PID namespaces; /proc unmasked; no Landlock)", cfg.Seccomp)
+	} else {
+		l.v("Seccomp: %s", cfg.Seccomp)
+	}
 	l.v("Running: %s", strings.Join(cfg.Args, " "))
 }
 

@@ -119,14 +119,14 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
 	}
 	mark("plan-root")
-	if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
+	if policy := policyName(cfg); cfg.Log == LogVerbose && seccomp.Builtin(policy) != nil {
 		// Verbose: a listener decides the denials and counts them.
 		var prog seccomp.Program
-		if prog, err = seccomp.CompileNotify(seccomp.Builtin(cfg.Seccomp)); err != nil {
+		if prog, err = seccomp.CompileNotify(seccomp.Builtin(policy)); err != nil {
 			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
 		}
-		spec.Seccomp, spec.SeccompNotify = []seccomp.Program{prog}, cfg.Seccomp
-	} else if spec.Seccomp, err = seccompPrograms(cfg.Seccomp); err != nil {
+		spec.Seccomp, spec.SeccompNotify = []seccomp.Program{prog}, policy
+	} else if spec.Seccomp, err = seccompPrograms(policy); err != nil {
 		switch cfg.Seccomp {
 		case SeccompDefault, SeccompStrict:
 			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
@@ -475,7 +475,7 @@ func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv su
 	if ex != nil {
 		setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
 		res.csw = [2]int64{ex.NVCSw, ex.NIVCSw}
-		if cfg.Log == LogVerbose && seccomp.Builtin(cfg.Seccomp) != nil {
+		if cfg.Log == LogVerbose && seccomp.Builtin(policyName(cfg)) != nil {
 			res.SyscallsDenied = append([]seccomp.Denial{}, ex.Denied...)
 		}
 		if ex.KeepError != "" && cfg.LogWriter != nil {
@@ -627,6 +627,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	plan, err := fs.DefaultPlan(fs.Options{
 		Hostname: SandboxHostname, UID: SandboxUID, GID: SandboxGID, Home: home,
 		NetworkHost: cfg.Network == NetworkHost,
+		FullProc:    cfg.AllowNested,
 		TmpFS:       scratch[0], HomeFS: scratch[1], ShmFS: scratch[2],
 		Overlay: cfg.Overlay, OverlaySize: overlaySize(cfg), ExtraHosts: extraHosts(cfg.AddHosts, cfg.Network == NetworkProxy),
 		Nameserver: map[bool]string{true: "127.0.0.1"}[cfg.Network == NetworkProxy],
@@ -656,7 +657,10 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	if cfg.Overlay {
 		spec.RootSize = overlaySize(cfg) // /etc and new top-level files land in it
 	}
-	spec.Landlock = landlockPolicy(cfg)
+	if !cfg.AllowNested {
+		// A process under Landlock may not mount: no sandbox inside.
+		spec.Landlock = landlockPolicy(cfg)
+	}
 	if cfg.Network == NetworkProxy {
 		spec.DirectPorts = cfg.AllowPorts
 		if len(spec.DirectPorts) == 0 {
@@ -680,6 +684,8 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 		return seccomp.CompileCached(seccomp.Default())
 	case SeccompStrict:
 		return seccomp.CompileCached(seccomp.Strict())
+	case seccompNested:
+		return seccomp.CompileCached(seccomp.Nested())
 	}
 	noSetID, err := seccomp.CompileCached(seccomp.NoSetID())
 	if err != nil || name == SeccompUnconfined {
@@ -688,6 +694,18 @@ func seccompPrograms(name string) ([]seccomp.Program, error) {
 	progs, err := seccomp.CompileFile(name)
 	// Loaded first: a profile may deny seccomp(2) itself.
 	return append(append([]seccomp.Program{}, noSetID...), progs...), err
+}
+
+// seccompNested is the default policy with nested sandboxes allowed.
+const seccompNested = "default-nested"
+
+// policyName is the policy cfg runs under: the default one becomes its
+// nested variant with AllowNested.
+func policyName(cfg Config) string {
+	if cfg.AllowNested && cfg.Seccomp == SeccompDefault {
+		return seccompNested
+	}
+	return cfg.Seccomp
 }
 
 // seccompFile makes a profile file's path absolute against cwd (the

@@ -74,6 +74,10 @@ type Options struct {
 	UID, GID    int
 	Home        string // the sandbox user's home, a tmpfs
 	NetworkHost bool   // share the host's resolv.conf and hosts
+	// FullProc leaves /proc unmasked: the kernel lets a process mount a
+	// new procfs (a sandbox inside the sandbox) only where one is fully
+	// visible.
+	FullProc bool
 	// TmpFS, HomeFS and ShmFS size /tmp, Home and /dev/shm.
 	TmpFS, HomeFS, ShmFS Scratch
 	// Overlay makes the system view writable: each system directory an
@@ -221,10 +225,14 @@ func DefaultPlan(o Options) (*Plan, error) {
 
 	add(Op{Kind: KindProc, Dst: "/proc"})
 	for _, m := range procMasked {
-		add(Op{Kind: KindMask, Dst: m})
+		if !o.FullProc {
+			add(Op{Kind: KindMask, Dst: m})
+		}
 	}
 	for _, r := range procReadOnly {
-		add(Op{Kind: KindRebind, Dst: r})
+		if !o.FullProc {
+			add(Op{Kind: KindRebind, Dst: r})
+		}
 	}
 
 	add(Op{Kind: KindTmpfs, Dst: "/tmp", RW: true, Exec: true,

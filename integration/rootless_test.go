@@ -336,3 +336,25 @@ func TestUserNamespacesBlockedSaysWhyAndTheFix(t *testing.T) {
 		t.Errorf("exit %d, want 71 naming user.max_user_namespaces and the fix\n%s", r.code, r)
 	}
 }
+
+// TestNestedWardOnlyWithAllowNested: the program of a sandbox can run ward
+// itself only when the outer one is given --allow-nested; without it the
+// inner ward exits 71 naming seccomp and the flag.
+func TestNestedWardOnlyWithAllowNested(t *testing.T) {
+	needRoot(t)
+	mount := "--mount=" + wardBin + ":/opt/ward:ro"
+	r := run(t, opts{}, "run", "--allow-nested", mount, "--", "/opt/ward", "run", "--", "id", "-u")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "1000" {
+		t.Errorf("ward inside ward with --allow-nested: want 1000\n%s", r)
+	}
+	r = run(t, opts{}, "run", mount, "--", "/opt/ward", "run", "--", "id", "-u")
+	if r.code != 71 || !strings.Contains(r.stderr, "seccomp") || !strings.Contains(r.stderr, "--allow-nested") {
+		t.Errorf("ward inside ward without --allow-nested: want 71 naming seccomp and --allow-nested\n%s", r)
+	}
+	// An ordinary user's sandbox may hold one too.
+	u := newTestUser(t)
+	r = u.run(t, opts{}, "run", "--allow-nested", "--mount="+u.ward+":/opt/ward:ro", "--", "/opt/ward", "run", "--", "id", "-u")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != "1000" {
+		t.Errorf("nested under an ordinary user: want 1000\n%s", r)
+	}
+}

@@ -281,10 +281,18 @@ func usernsHint(sysctl func(string) string, unprivileged, container bool) string
 		return "this kernel refuses user namespaces to ordinary users: sysctl kernel.unprivileged_userns_clone is 0; set it to 1, or run ward as root"
 	case unprivileged && sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
 		return "AppArmor restricts user namespaces to programs with a profile that allows them (kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 23.10 and later): install ward with make install, which loads its profile, or set that sysctl to 0"
+	case seccompFiltered():
+		return "this process runs under a seccomp filter (Seccomp: 2 in /proc/self/status) that refuses new namespaces: inside a ward sandbox, give the outer ward --allow-nested (config allow_nested = true); inside a container, see its seccomp profile"
 	case container:
 		return "this looks like a container whose seccomp profile refuses new namespaces (Docker's and Podman's defaults do without CAP_SYS_ADMIN): run the container with --security-opt seccomp=unconfined (and --security-opt apparmor=unconfined where AppArmor confines it), or a seccomp profile that allows clone, unshare and setns with namespace flags"
 	}
 	return "ward needs user, PID and mount namespaces: check sysctl user.max_user_namespaces > 0, and any security module or seccomp profile ward runs under"
+}
+
+// seccompFiltered: this process runs under a seccomp filter.
+var seccompFiltered = func() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	return err == nil && strings.Contains(string(b), "\nSeccomp:\t2")
 }
 
 // inContainer: the markers Docker and Podman leave.

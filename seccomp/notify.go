@@ -17,6 +17,8 @@ func Builtin(name string) *Policy {
 		return Default()
 	case "strict":
 		return Strict()
+	case "default-nested":
+		return Nested()
 	}
 	return nil
 }

@@ -10,7 +10,12 @@
 // match). The kernel runs both and the stricter verdict wins.
 package seccomp
 
-import "golang.org/x/sys/unix"
+import (
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
 
 // Verdicts of a rule.
 const (
@@ -269,6 +274,41 @@ func Default() *Policy {
 	p.Rules = append(p.Rules, Rule{Names: dockerAllowed, Verdict: Allow, Reason: "Docker's default allow-list"})
 	p.Rules = append(p.Rules, deniedSyscalls...)
 	p.Rules = append(p.Rules, argDenials()...)
+	return p
+}
+
+// nestedAllowed are what a sandbox inside the sandbox needs (ward, or
+// bubblewrap, podman rootless): new user, mount, PID, network, IPC, UTS
+// and cgroup namespaces, and building a root in them. The kernel checks
+// every one against the namespaces the program itself made.
+var nestedAllowed = []string{"unshare", "mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+	"open_tree", "move_mount", "mount_setattr", "sethostname", "setdomainname"}
+
+// Nested is the default policy with nested sandboxes allowed
+// (--allow-nested): the syscalls above, and clone with namespace flags.
+// Every other rule stays, setns and the setuid/setgid rules included.
+func Nested() *Policy {
+	d := Default()
+	p := &Policy{Name: "default-nested", Default: d.Default}
+	for _, r := range d.Rules {
+		if len(r.Args) == 0 && r.Verdict == EPERM {
+			var keep []string
+			for _, n := range r.Names {
+				if !slices.Contains(nestedAllowed, n) {
+					keep = append(keep, n)
+				}
+			}
+			if len(keep) == 0 {
+				continue
+			}
+			r.Names = keep
+		}
+		if len(r.Args) > 0 && r.Names[0] == "clone" && strings.HasPrefix(r.Reason, "clone into new namespaces") {
+			continue
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	p.Rules = append(p.Rules, Rule{Names: nestedAllowed, Verdict: Allow, Reason: "nested sandboxes (--allow-nested)"})
 	return p
 }
 

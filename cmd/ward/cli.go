@@ -70,6 +70,7 @@ type runFlags struct {
 	stdioJSON       bool
 	fileDescriptors int
 	limits          string
+	allowNested     bool
 	env             []string
 	network         string
 	workdir         string
@@ -149,6 +150,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.memoryLimit, "memory-limit", "", "memory of the whole sandbox, swap included (64M, 1G); exit 125 when exceeded")
 	fl.IntVar(&f.cpuLimit, "cpu-limit", 0, "share of one CPU in percent (50 = half a core, 200 = two)")
 	fl.IntVar(&f.processes, "processes", ward.DefaultProcesses, "most tasks (processes and threads) of the program alive at once")
+	fl.BoolVar(&f.allowNested, "allow-nested", false, "let the program make a sandbox of its own (ward, bubblewrap): new user, mount and PID namespaces allowed, /proc unmasked, no Landlock; every other rule stays")
 	fl.StringVar(&f.limits, "limits", ward.LimitsStrict, "without a cgroup (unprivileged, no delegated cgroup v2 subtree): strict refuses --memory-limit, --cpu-limit and --cpu-time-limit; best-effort holds memory and CPU time per process (rlimits) and says so in the result")
 	fl.StringVar(&f.maxFileSize, "max-file-size", "", "largest file the program may write (10M); a larger write fails with EFBIG")
 	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
@@ -208,6 +210,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		Log:             f.sandboxLog,
 		Seccomp:         f.seccomp,
 		Limits:          f.limits,
+		AllowNested:     f.allowNested,
 		AllowRead:       f.allowRead,
 		AllowWrite:      f.allowWrite,
 		VirtualFS:       f.virtualFS,

@@ -37,6 +37,7 @@ var layeredFlags = []struct {
 	{"deny-pattern", "deny_patterns (filesystem)", func(d *ward.Config, s ward.Config) { d.DenyPatterns = s.DenyPatterns }},
 	{"seccomp", "seccomp", func(d *ward.Config, s ward.Config) { d.Seccomp = s.Seccomp }},
 	{"limits", "limits", func(d *ward.Config, s ward.Config) { d.Limits = s.Limits }},
+	{"allow-nested", "allow_nested", func(d *ward.Config, s ward.Config) { d.AllowNested = s.AllowNested }},
 	{"tmp-size", "tmp_size", func(d *ward.Config, s ward.Config) { d.Tmp.Size = s.Tmp.Size }},
 	{"home-size", "home_size", func(d *ward.Config, s ward.Config) { d.Home.Size = s.Home.Size }},
 	{"shm-size", "shm_size", func(d *ward.Config, s ward.Config) { d.Shm.Size = s.Shm.Size }},

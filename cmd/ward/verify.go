@@ -276,6 +276,9 @@ func checks() []check {
 		// unconfined. A new user namespace is what the policies refuse
 		// first (the kernel alone would allow it).
 		{"seccomp", "the syscall policy refuses a new user namespace", func(c ward.Config) (string, string) {
+			if c.AllowNested {
+				return "skip", "allow_nested is on: the program may make user, mount and PID namespaces and mount in them (more kernel code within its reach), its /proc is unmasked and Landlock is off; every other rule holds"
+			}
 			if !onHost("/usr/bin/unshare") && !onHost("/bin/unshare") {
 				return "skip", "no unshare (util-linux) on this host"
 			}
@@ -310,6 +313,9 @@ func checkLandlock(c ward.Config) (string, string) {
 	abi, err := wfs.LandlockABI()
 	if err != nil {
 		return "skip", "Landlock absent here: " + err.Error()
+	}
+	if c.AllowNested {
+		return "skip", "allow_nested is on: Landlock would forbid the program's own mounts, so it is off"
 	}
 	if c.Overlay {
 		return "skip", "the profile uses --overlay: its whole view is writable by policy"
