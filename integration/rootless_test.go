@@ -262,15 +262,16 @@ func TestRootlessVerifySaysWhatThisHostGives(t *testing.T) {
 func TestRootlessDelegatedCgroupV2(t *testing.T) {
 	needCgroupV2(t)
 	u := newTestUser(t)
-	dir := delegatedCgroup(t)
-	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
-		if err := os.Chown(filepath.Join(dir, f), u.uid, u.gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// As the user, in the delegated cgroup: root moves the shell there
-	// before it execs ward.
+	// As the user, in a cgroup delegated to them (a fresh one each time:
+	// ward turns the one it finds into an inner node): root moves the
+	// shell there before it execs ward.
 	inDelegated := func(args ...string) result {
+		dir := delegatedCgroup(t)
+		for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+			if err := os.Chown(filepath.Join(dir, f), u.uid, u.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `read go; exec "$@"`, "sh", u.ward}, args...)...)
