@@ -359,3 +359,17 @@ func TestNestedWardOnlyWithAllowNested(t *testing.T) {
 		t.Errorf("nested under an ordinary user: want 1000\n%s", r)
 	}
 }
+
+// TestRootlessEscapeBattery runs the escape battery's probes as an
+// ordinary user's sandbox: all contained, as for root.
+func TestRootlessEscapeBattery(t *testing.T) {
+	u := newTestUser(t)
+	escapeRun = u.run
+	t.Cleanup(func() { escapeRun = run })
+	for name, f := range map[string]func(*testing.T){
+		"seccomp": TestEscapeSeccompDenied, "filesystem and proc": TestEscapeFilesystemAndProc,
+		"namespaces": TestEscapeNamespaces, "privileges": TestEscapePrivileges,
+	} {
+		t.Run(name, f)
+	}
+}
