@@ -107,7 +107,7 @@ ifeq ($(APPARMOR),yes)
 	if [ -n '$(DESTDIR)' ]; then \
 		echo "AppArmor: profile installed as $(DESTDIR)$$f, not loaded (DESTDIR is set: load it on the target with apparmor_parser -r $$f)"; \
 	elif ! command -v apparmor_parser >/dev/null; then \
-		echo "AppArmor: profile installed as $$f, not loaded (no apparmor_parser here; AppArmor loads it at boot)"; \
+		echo "AppArmor: profile installed as $$f, not loaded (no apparmor_parser here: the apparmor package loads /etc/apparmor.d when it is installed)"; \
 	elif [ ! -d /sys/kernel/security/apparmor ]; then \
 		echo "AppArmor: profile installed as $$f, not loaded (AppArmor is not enabled in this kernel)"; \
 	elif apparmor_parser -r "$$f"; then \
