@@ -13,7 +13,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
 	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean man bench soak fuzz
+.PHONY: all deps build demo test unit integration lint fmt clean man completions install uninstall bench soak fuzz
 all: build
 
 deps: .deps-stamp
@@ -58,11 +58,78 @@ soak: build
 	WARD_SOAK_RUNS=$(SOAK_RUNS) WARD_SOAK_PARALLEL=$(SOAK_PARALLEL) WARD_SOAK_REPORT=$(CURDIR)/docs/soak.md \
 		$(GO) test -count=1 -tags soak -timeout 60m -run '^TestSoak$$' -v ./integration
 
-# Man pages from the same definitions as --help, into bin/man.
+# Man pages from the same definitions as --help, into bin/man (emptied
+# first, so that a removed command's page is not installed).
 man: build
-	$(GO) build -tags wardman -o bin/ward-man ./cmd/ward
+	$(GO) build -tags wardman -ldflags '-X main.version=$(VERSION)' -o bin/ward-man ./cmd/ward
+	rm -rf bin/man
 	bin/ward-man man bin/man
 	@ls bin/man
+
+# Shell completions (cobra's), into bin/completions.
+completions: build
+	mkdir -p bin/completions
+	bin/ward completion bash > bin/completions/ward.bash
+	bin/ward completion zsh > bin/completions/_ward
+	bin/ward completion fish > bin/completions/ward.fish
+
+# make install [PREFIX=/usr/local] [DESTDIR=stage]: the binary (0755, never
+# setuid: ward needs no privilege it does not already have), man pages,
+# completions, and, where AppArmor is present, the profile that lets the
+# installed binary create user namespaces under Ubuntu 24.04's restriction
+# (packaging/apparmor/ward, docs/install.md). The profile is loaded only
+# into this machine's kernel, so only when DESTDIR is empty.
+# make uninstall removes exactly these files (and unloads the profile).
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+APPARMORDIR ?= /etc/apparmor.d
+# yes where AppArmor is present on this machine (APPARMOR=no to skip it).
+APPARMOR ?= $(shell if [ -d /sys/kernel/security/apparmor ] || [ -d /etc/apparmor.d ]; then echo yes; else echo no; fi)
+
+install: build man completions
+	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
+		'$(DESTDIR)$(BASHCOMPDIR)' '$(DESTDIR)$(ZSHCOMPDIR)' '$(DESTDIR)$(FISHCOMPDIR)'
+	install -m 0755 bin/ward '$(DESTDIR)$(BINDIR)/ward'
+	install -m 0644 bin/man/*.1 '$(DESTDIR)$(MANDIR)/man1/'
+	install -m 0644 bin/completions/ward.bash '$(DESTDIR)$(BASHCOMPDIR)/ward'
+	install -m 0644 bin/completions/_ward '$(DESTDIR)$(ZSHCOMPDIR)/_ward'
+	install -m 0644 bin/completions/ward.fish '$(DESTDIR)$(FISHCOMPDIR)/ward.fish'
+ifeq ($(APPARMOR),yes)
+	install -d '$(DESTDIR)$(APPARMORDIR)'
+	sed 's|@BINDIR@|$(BINDIR)|g' packaging/apparmor/ward > '$(DESTDIR)$(APPARMORDIR)/ward'
+	chmod 0644 '$(DESTDIR)$(APPARMORDIR)/ward'
+	@f='$(APPARMORDIR)/ward'; \
+	if [ -n '$(DESTDIR)' ]; then \
+		echo "AppArmor: profile installed as $(DESTDIR)$$f, not loaded (DESTDIR is set: load it on the target with apparmor_parser -r $$f)"; \
+	elif ! command -v apparmor_parser >/dev/null; then \
+		echo "AppArmor: profile installed as $$f, not loaded (no apparmor_parser here: the apparmor package loads /etc/apparmor.d when it is installed)"; \
+	elif [ ! -d /sys/kernel/security/apparmor ]; then \
+		echo "AppArmor: profile installed as $$f, not loaded (AppArmor is not enabled in this kernel)"; \
+	elif apparmor_parser -r "$$f"; then \
+		echo "AppArmor: profile installed as $$f and loaded (apparmor_parser -r): $(BINDIR)/ward may create user namespaces"; \
+	else \
+		rm -f "$$f"; \
+		echo "AppArmor: apparmor_parser could not load $$f, so it is removed again: AppArmor before 4.0 has no userns rule, and no user namespace restriction to lift"; \
+	fi
+else
+	@echo "AppArmor: not present here (no /sys/kernel/security/apparmor, no /etc/apparmor.d): no profile installed"
+endif
+
+uninstall:
+	@f='$(APPARMORDIR)/ward'; \
+	if [ -z '$(DESTDIR)' ] && [ -f "$$f" ] && command -v apparmor_parser >/dev/null && \
+		[ -d /sys/kernel/security/apparmor ] && grep -q '^ward (' /sys/kernel/security/apparmor/profiles 2>/dev/null; then \
+		if apparmor_parser -R "$$f"; then echo "AppArmor: profile ward unloaded"; else echo "AppArmor: could not unload profile ward"; fi; \
+	fi
+	rm -f '$(DESTDIR)$(BINDIR)/ward' \
+		'$(DESTDIR)$(MANDIR)/man1/ward.1' '$(DESTDIR)$(MANDIR)/man1/'ward-*.1 \
+		'$(DESTDIR)$(BASHCOMPDIR)/ward' '$(DESTDIR)$(ZSHCOMPDIR)/_ward' \
+		'$(DESTDIR)$(FISHCOMPDIR)/ward.fish' '$(DESTDIR)$(APPARMORDIR)/ward'
 
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
