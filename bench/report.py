@@ -91,6 +91,10 @@ r5 = ms(paths) / ms(ward)
 print(f"| start-up with 50 --allow-read paths <= 1.5x none | {r5:.2f}x | {met(r5 <= 1.5)} |")
 w = float(warm)
 print(f"| warm Exec of /bin/true <= 3 ms | {w:.2f} ms (back to back) | {met(w <= 3)} |")
+if "ward-rootless" in st and "ward-root-setpriv" in st:
+    r6 = ms(st["ward-rootless"]) / ms(st["ward-root-setpriv"])
+    print(f"| rootless start-up <= 1.2x root's (both through setpriv) | {r6:.2f}x ({ms(st['ward-rootless']):.2f} vs "
+          f"{ms(st['ward-root-setpriv']):.2f} ms) | {met(r6 <= 1.2)} |")
 print()
 
 print("## Where the time goes (`setup_ms` of 20 runs of `ward run --json -- /bin/true`, median per step)\n")

@@ -30,10 +30,19 @@ hf() { # name, json, commands...
 	hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$OUT/$json" "$@" >/dev/null
 }
 
+# An ordinary user for the rootless figure, removed at the end; both ward
+# runs go through setpriv so that its own start is on both sides.
+BENCH_USER=wardbench$$
+useradd --no-create-home --shell /usr/sbin/nologin "$BENCH_USER"
+trap 'userdel "$BENCH_USER" 2>/dev/null || true' EXIT
+BU=$(id -u "$BENCH_USER"); BG=$(id -g "$BENCH_USER")
+
 echo "== start-up: /bin/true"
 hf startup.json -n bare "/bin/true" -n bwrap "$BWRAP" -n ward "$WARD run -- /bin/true" \
 	-n ward-unconfined "$WARD run --seccomp=unconfined -- /bin/true" \
-	-n runc "runc --root $PWD/$OUT/runc-state run --bundle $PWD/$B ward-bench"
+	-n runc "runc --root $PWD/$OUT/runc-state run --bundle $PWD/$B ward-bench" \
+	-n ward-root-setpriv "setpriv --reuid=0 --regid=0 --keep-groups $WARD run -- /bin/true" \
+	-n ward-rootless "setpriv --reuid=$BU --regid=$BG --clear-groups $WARD run -- /bin/true"
 
 echo "== throughput: 200 sandboxes, 4 at a time"
 tp() { local t0 t1; t0=$(date +%s.%N); seq 200 | xargs -P4 -I{} sh -c "$1" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(200/($t1-$t0))"; }
