@@ -185,7 +185,7 @@ print("literal", get("` + h.ip + `", 8080))
 		}
 	}
 	// No listener (111), or, with Landlock ABI 4+, the port is not among
-	// those the program may connect to (13, docs/security-fs.md).
+	// those the program may connect to (13, docs/security.md).
 	if !strings.Contains(r.stdout, "otherport error 111") && !strings.Contains(r.stdout, "otherport error 13\n") {
 		t.Errorf("stdout lacks otherport error 111 or 13\n%s", r)
 	}
