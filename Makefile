@@ -5,7 +5,7 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 # Debian packages the build and the tests need (checked, installed if missing).
-APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux busybox-static
+APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux busybox-static uidmap
 STATICCHECK_VERSION := v0.8.2
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)

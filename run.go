@@ -385,7 +385,9 @@ func withoutCgroup(cfg Config, spec *nsexec.Spec, res *Result, cgErr error) erro
 	case len(need) > 0 && cfg.Limits != LimitsBestEffort:
 		return fmt.Errorf("%s needs a cgroup to hold the whole sandbox, and this host gives ward none (%v): %s, or accept per-process limits with --limits=best-effort", strings.Join(need, ", "), cgErr, how)
 	}
-	spec.NProc, spec.NestUserns = uint64(cfg.Processes), true
+	// Under the single mapping the init is the sandbox user too: the
+	// program gets a namespace of its own so that only its tasks count.
+	spec.NProc, spec.NestUserns = uint64(cfg.Processes), nsexec.RootlessFullMapping() == nil
 	by := res.Limits.EnforcedBy
 	by["processes"] = "rlimit-per-user-namespace"
 	if cfg.MemoryLimit > 0 {
@@ -647,8 +649,10 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		NoFile:     uint64(cfg.FileDescriptors),
 		Overlay:    cfg.Overlay,
 		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
-		// An unprivileged caller's single mapping denies setgroups.
-		KeepGroups: os.Geteuid() != 0,
+		// An unprivileged caller's single mapping denies setgroups; its
+		// full range (newuidmap) makes the init root once mapped.
+		KeepGroups: os.Geteuid() != 0 && nsexec.RootlessFullMapping() == nil,
+		BecomeRoot: nsexec.RootlessFullMapping() != nil,
 		FileSize:   uint64(cfg.MaxFileSize),
 		// The init times the program from its exec.
 		TimeLimitUs: cfg.TimeLimit.Microseconds(),

@@ -26,6 +26,7 @@ type testUser struct {
 	uid, gid int
 	ward     string // bin/ward, copied where the user can reach it
 	dir      string // a working directory the user owns
+	single   bool   // run ward with the single id mapping (WARD_SINGLE_MAPPING)
 }
 
 // newTestUser creates a user for this test only; t.Cleanup removes it,
@@ -96,6 +97,9 @@ func (u testUser) run(t *testing.T, o opts, args ...string) result {
 	cmd := exec.CommandContext(ctx, u.ward, args...)
 	cmd.Dir = u.dir
 	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.dir, "USER=" + u.name, "LANG=C.UTF-8"}, o.env...)
+	if u.single {
+		cmd.Env = append(cmd.Env, "WARD_SINGLE_MAPPING=1")
+	}
 	if o.stdin != "" {
 		cmd.Stdin = strings.NewReader(o.stdin)
 	}
@@ -103,10 +107,44 @@ func (u testUser) run(t *testing.T, o opts, args ...string) result {
 	return runCmd(t, ctx, cmd, args)
 }
 
+// TestRootlessMappings: a user with subordinate ranges (useradd gives
+// them) and newuidmap gets the full range, the sandbox user being the
+// caller; with the single mapping (no ranges, or WARD_SINGLE_MAPPING) only
+// the caller is mapped. Both look the same from inside.
+func TestRootlessMappings(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
+			u := newTestUser(t)
+			u.single = single
+			r := u.run(t, opts{}, "run", "--", "cat", "/proc/1/uid_map") // the sandbox's namespace (the init's)
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			caller := fmt.Sprintf("1000 %d 1", u.uid)
+			found := false
+			for _, l := range lines {
+				found = found || strings.Join(strings.Fields(l), " ") == caller
+			}
+			// Under the single mapping the program reads it from a user
+			// namespace of its own (the caller shows as 1000 there too);
+			// that files made are the caller's is TestRootlessFilesAndMounts'.
+			if single {
+				found = len(lines) == 1 && strings.HasPrefix(strings.Join(strings.Fields(lines[0]), " "), "1000 ")
+			}
+			if r.code != 0 || !found || (single && len(lines) != 1) || (!single && len(lines) != 3) {
+				t.Errorf("uid_map: want %q among %d lines\n%s", caller, map[bool]int{false: 3, true: 1}[single], r)
+			}
+			testInsideView(t, u)
+		})
+	}
+}
+
 // TestRootlessInsideViewIsRoots: an ordinary user's sandbox looks as a
 // root caller's does from inside.
 func TestRootlessInsideViewIsRoots(t *testing.T) {
-	u := newTestUser(t)
+	testInsideView(t, newTestUser(t))
+}
+
+func testInsideView(t *testing.T, u testUser) {
+	t.Helper()
 	r := u.run(t, opts{}, "run", "--", "sh", "-c", `id; hostname
 for k in CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs Seccomp; do sed -n "s/^$k:[[:space:]]*/$k=/p" /proc/self/status; done
 ip -o link | awk -F': ' '{print "link " $2}'; touch /usr/x 2>/dev/null && echo WROTE-USR; echo x > /tmp/f && echo tmp-ok; echo x > ~/f && echo home-ok; pwd`)
@@ -131,7 +169,17 @@ ip -o link | awk -F': ' '{print "link " $2}'; touch /usr/x 2>/dev/null && echo W
 // saying how to get a cgroup) unless --limits=best-effort, and then the
 // result says it is held per process.
 func TestRootlessLimitsWithoutACgroup(t *testing.T) {
-	u := newTestUser(t)
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
+			u := newTestUser(t)
+			u.single = single
+			testLimitsWithoutACgroup(t, u)
+		})
+	}
+}
+
+func testLimitsWithoutACgroup(t *testing.T, u testUser) {
+	t.Helper()
 	if r := u.run(t, opts{}, "run", "--time-limit=1s", "--", "sh", "-c", "while :; do :; done"); r.code != 124 {
 		t.Errorf("time limit: exit %d, want 124\n%s", r.code, r)
 	}
@@ -207,7 +255,17 @@ func TestRootlessSessionsArePerUser(t *testing.T) {
 // for an ordinary user (the init clones the sources), read-only where
 // asked, and what the program makes is the caller's, never setuid.
 func TestRootlessFilesAndMounts(t *testing.T) {
-	u := newTestUser(t)
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
+			u := newTestUser(t)
+			u.single = single
+			testFilesAndMounts(t, u)
+		})
+	}
+}
+
+func testFilesAndMounts(t *testing.T, u testUser) {
+	t.Helper()
 	data := filepath.Join(u.dir, "data")
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)

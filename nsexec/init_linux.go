@@ -149,6 +149,12 @@ func RunInit() {
 	p := newProc()
 	p.spec = p.receive(MsgConfig).spec
 	p.spec.LandlockFD = -1
+	if p.spec.BecomeRoot {
+		// Mapped by now (the parent wrote the maps before the config).
+		if err := becomeRoot(); err != nil {
+			p.fail("become-root", err)
+		}
+	}
 	config := monoUs()
 	p.runSteps(initSteps)
 	p.send(Msg{Type: MsgReady, Steps: p.steps, StartUs: start, ConfigUs: config, Landlock: p.landlock, LandlockNote: p.landlockNote})
@@ -514,4 +520,19 @@ func anyClone(ms []fs.UserMount) bool {
 		}
 	}
 	return false
+}
+
+// becomeRoot makes the init root of its user namespace, with no
+// supplementary groups (libc's set*id: every thread).
+func becomeRoot() error {
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(0, 0, 0); err != nil {
+		return fmt.Errorf("setresgid 0: %w", err)
+	}
+	if err := syscall.Setresuid(0, 0, 0); err != nil {
+		return fmt.Errorf("setresuid 0: %w", err)
+	}
+	return nil
 }

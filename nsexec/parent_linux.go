@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"runtime"
 	"strconv"
 	"strings"
@@ -138,7 +139,11 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 			Setsid:     !opt.TTY,
 		},
 	}
-	if os.Geteuid() != 0 {
+	full := RootlessFullMapping()
+	switch {
+	case full != nil:
+		fullRangeClone(cmd.SysProcAttr)
+	case os.Geteuid() != 0:
 		unprivileged(cmd.SysProcAttr)
 	}
 	t0 := monoUs()
@@ -150,6 +155,18 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan Msg{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
 	sb.cloned = monoUs()
 	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
+	if full != nil {
+		// The init waits for its config; its ids are mapped before it.
+		if err := full.apply(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			parent.Close()
+			return nil, &SetupError{Step: "map-ids", Msg: err.Error()}
+		}
+		t := monoUs()
+		sb.Steps = append(sb.Steps, StepTime{Step: "map-ids", Us: t - sb.cloned, Side: "parent"})
+		sb.cloned = t
+	}
 	go sb.readMsgs()
 	if err := json.NewEncoder(parent).Encode(Msg{Type: MsgConfig, Spec: spec}); err != nil {
 		sb.Kill()
@@ -399,4 +416,116 @@ func lastCap() uintptr {
 		return 40
 	}
 	return uintptr(n)
+}
+
+// idRange is a subordinate range of /etc/subuid or /etc/subgid.
+type idRange struct{ start, count int }
+
+// fullMapping is an ordinary user's full range, written by the setuid
+// helpers newuidmap and newgidmap (package uidmap) as podman does: inside
+// 0..999 and 1001..65535 come from the user's subordinate ranges, inside
+// 1000 (the sandbox user) is the caller. The init is root of the
+// namespace, the program the caller: apart, as for a root caller.
+type fullMapping struct {
+	uid, gid       int
+	subUID, subGID idRange
+}
+
+// rootlessFull is the caller's full mapping, nil for root or where one
+// cannot be had (no helpers, no range of at least 65535 ids).
+var rootlessFull = sync.OnceValue(func() *fullMapping {
+	uid, gid := os.Geteuid(), os.Getegid()
+	if uid == 0 || os.Getenv("WARD_SINGLE_MAPPING") != "" {
+		return nil
+	}
+	for _, h := range []string{"newuidmap", "newgidmap"} {
+		if !setuidRoot(h) {
+			return nil
+		}
+	}
+	name := strconv.Itoa(uid)
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	su, ok1 := subRange("/etc/subuid", name, uid)
+	sg, ok2 := subRange("/etc/subgid", name, uid)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &fullMapping{uid: uid, gid: gid, subUID: su, subGID: sg}
+})
+
+// setuidRoot: helper is on PATH, setuid root, on a mount that honours it.
+func setuidRoot(helper string) bool {
+	path, err := exec.LookPath(helper)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	var fs unix.Statfs_t
+	if unix.Stat(path, &st) != nil || unix.Statfs(path, &fs) != nil {
+		return false
+	}
+	return st.Uid == 0 && st.Mode&unix.S_ISUID != 0 && fs.Flags&unix.ST_NOSUID == 0
+}
+
+// RootlessFullMapping is the full mapping this caller gets, nil when it
+// gets the single one (or is root).
+func RootlessFullMapping() *fullMapping { return rootlessFull() }
+
+// subRange finds user's (by name or uid) first range of at least 65535
+// ids in file.
+func subRange(file, name string, uid int) (idRange, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return idRange{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 || (f[0] != name && f[0] != strconv.Itoa(uid)) {
+			continue
+		}
+		start, err1 := strconv.Atoi(f[1])
+		count, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil && start > 0 && count >= IDRange-1 {
+			return idRange{start, count}, true
+		}
+	}
+	return idRange{}, false
+}
+
+// args are newuidmap's (or newgidmap's) triples for own and sub.
+func mapArgs(pid, own int, sub idRange) []string {
+	a := []string{strconv.Itoa(pid),
+		"0", strconv.Itoa(sub.start), strconv.Itoa(SandboxUID),
+		strconv.Itoa(SandboxUID), strconv.Itoa(own), "1",
+		strconv.Itoa(SandboxUID + 1), strconv.Itoa(sub.start + SandboxUID), strconv.Itoa(IDRange - SandboxUID - 1)}
+	return a
+}
+
+// apply writes pid's maps with the helpers.
+func (m *fullMapping) apply(pid int) error {
+	for _, c := range []struct {
+		helper string
+		own    int
+		sub    idRange
+	}{{"newuidmap", m.uid, m.subUID}, {"newgidmap", m.gid, m.subGID}} {
+		if out, err := exec.Command(c.helper, mapArgs(pid, c.own, c.sub)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s (check /etc/subuid and /etc/subgid, or set WARD_SINGLE_MAPPING=1)", c.helper, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// fullRangeClone clones the init with no mapping yet (the parent has the
+// helpers write it before sending the config the init waits for): it runs
+// unmapped until then, keeping its namespace's capabilities across its
+// exec as ambient ones, and becomes root of the namespace once mapped
+// (Spec.BecomeRoot).
+func fullRangeClone(a *syscall.SysProcAttr) {
+	a.UidMappings, a.GidMappings, a.Credential = nil, nil, nil
+	a.AmbientCaps = nil
+	for c := uintptr(0); c <= lastCap(); c++ {
+		a.AmbientCaps = append(a.AmbientCaps, c)
+	}
 }

@@ -94,6 +94,10 @@ type Spec struct {
 	// groups it has. NProc is RLIMIT_NPROC (0: leave it), the process
 	// limit where no cgroup holds one.
 	KeepGroups bool `json:"keep_groups,omitempty"`
+	// BecomeRoot: the init was cloned unmapped (an ordinary user's full
+	// range, written by newuidmap before the config came): it becomes
+	// root of its namespace first thing.
+	BecomeRoot bool `json:"become_root,omitempty"`
 	// NestUserns puts the program in a user namespace of its own (same
 	// single mapping), so that RLIMIT_NPROC counts its processes only, not
 	// the init's threads of the same uid.
