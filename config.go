@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -52,15 +53,21 @@ const (
 
 // Defaults of the default profile (DESIGN.md sections 1 and 2).
 const (
-	DefaultWorkdir         = "/home/sandbox"
-	DefaultFileDescriptors = 1024
-	DefaultProcesses       = 256
-	DefaultOutputLimit     = 1 << 20
-	DefaultTmpSize         = 256 << 20 // /tmp tmpfs size
-	DefaultHomeSize        = 64 << 20  // /home/sandbox tmpfs size
-	DefaultShmSize         = 256 << 20 // /dev/shm tmpfs size
-	DefaultScratchInodes   = 16384     // inode cap of each scratch tmpfs
-	DefaultOverlaySize     = 512 << 20 // writes through --overlay
+	DefaultWorkdir = "/home/sandbox"
+	// DefaultFileDescriptors is RLIMIT_NOFILE's soft limit when the caller
+	// sets none (select() cannot watch fds above 1023); the hard limit is
+	// then DefaultFileDescriptorsHard, or ward's own hard limit if lower, so
+	// that a program may raise its soft limit as Go's runtime does at start
+	// (systemd's convention for services; docs/limits.md).
+	DefaultFileDescriptors     = 1024
+	DefaultFileDescriptorsHard = 524288
+	DefaultProcesses           = 256
+	DefaultOutputLimit         = 1 << 20
+	DefaultTmpSize             = 256 << 20 // /tmp tmpfs size
+	DefaultHomeSize            = 64 << 20  // /home/sandbox tmpfs size
+	DefaultShmSize             = 256 << 20 // /dev/shm tmpfs size
+	DefaultScratchInodes       = 16384     // inode cap of each scratch tmpfs
+	DefaultOverlaySize         = 512 << 20 // writes through --overlay
 	// MinMemoryLimit: below this even the program's exec cannot succeed,
 	// and the result would be an OOM that says nothing about the program.
 	MinMemoryLimit = 1 << 20
@@ -151,7 +158,9 @@ type Config struct {
 	// Processes is the most tasks (processes and threads) of the program
 	// alive at once; 0 means DefaultProcesses. ward's init is not counted.
 	Processes int
-	// FileDescriptors is RLIMIT_NOFILE; 0 means DefaultFileDescriptors.
+	// FileDescriptors is RLIMIT_NOFILE, soft and hard alike; 0 means none
+	// set: soft DefaultFileDescriptors, hard DefaultFileDescriptorsHard or
+	// this process's own hard limit if lower (see FileDescriptorLimits).
 	FileDescriptors int
 	// MaxFileSize is RLIMIT_FSIZE in bytes: a larger write fails with
 	// EFBIG; 0 means none.
@@ -272,9 +281,6 @@ func (c Config) withDefaults() Config {
 			c.Network = NetworkProxy
 		}
 	}
-	if c.FileDescriptors == 0 {
-		c.FileDescriptors = DefaultFileDescriptors
-	}
 	if c.Processes == 0 {
 		c.Processes = DefaultProcesses
 	}
@@ -378,7 +384,7 @@ func (c Config) Validate() error {
 	if c.MaxFileSize < 0 {
 		return &ConfigError{Key: "max-file-size", Value: fmt.Sprint(c.MaxFileSize), Reason: "must not be negative"}
 	}
-	if c.FileDescriptors < 4 || c.FileDescriptors > 1<<20 {
+	if c.FileDescriptors != 0 && (c.FileDescriptors < 4 || c.FileDescriptors > 1<<20) {
 		return &ConfigError{Key: "file-descriptors", Value: fmt.Sprint(c.FileDescriptors), Reason: "want a number from 4 to 1048576"}
 	}
 	if c.OutputLimit < 0 {
@@ -391,6 +397,22 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// FileDescriptorLimits is the RLIMIT_NOFILE the program starts with: n for
+// both when n > 0; else soft DefaultFileDescriptors and hard
+// DefaultFileDescriptorsHard, each lowered to this process's own hard limit
+// (a sandbox never gets more than its caller has).
+func FileDescriptorLimits(n int) (soft, hard uint64) {
+	if n > 0 {
+		return uint64(n), uint64(n)
+	}
+	soft, hard = DefaultFileDescriptors, DefaultFileDescriptorsHard
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err == nil && own.Max < hard {
+		hard = own.Max
+	}
+	return min(soft, hard), hard
 }
 
 // ParseAddHost reads NAME:IP (IPv6 allowed after the first colon).

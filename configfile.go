@@ -234,6 +234,9 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 	if p.CPULimit != nil && (*p.CPULimit < 1 || *p.CPULimit > 102400) {
 		return l, fmt.Errorf("cpu_limit: %d: want a percentage of one CPU from 1 to 102400", *p.CPULimit)
 	}
+	if p.FileDescriptors != nil && (*p.FileDescriptors < 4 || *p.FileDescriptors > 1<<20) {
+		return l, fmt.Errorf("file_descriptors: %d: want a number from 4 to 1048576 (leave it out for the default: soft 1024, hard 524288)", *p.FileDescriptors)
+	}
 	l.CPULimit, l.FileDescriptors, l.Processes = p.CPULimit, p.FileDescriptors, p.Processes
 	if p.Limits != nil && *p.Limits != LimitsStrict && *p.Limits != LimitsBestEffort {
 		return l, fmt.Errorf("limits: %q: want strict or best-effort", *p.Limits)

@@ -43,7 +43,11 @@ func (l *logger) before(cfg Config) {
 		l.v("CPU limit: %d%%", cfg.CPULimit)
 	}
 	l.v("Processes: %d", cfg.Processes)
-	l.v("File descriptors: %d", cfg.FileDescriptors)
+	if soft, hard := FileDescriptorLimits(cfg.FileDescriptors); soft == hard {
+		l.v("File descriptors: %d", soft)
+	} else {
+		l.v("File descriptors: %d (the program may raise it to %d)", soft, hard)
+	}
 	if cfg.MaxFileSize > 0 {
 		l.v("Max file size: %s", FormatSize(cfg.MaxFileSize))
 	}

@@ -115,9 +115,13 @@ type Limits struct {
 	MemoryLimitBytes *int64 `json:"memory_limit_bytes"`
 	CPULimitPercent  *int   `json:"cpu_limit_percent"`
 	Processes        *int   `json:"processes"`
-	FileDescriptors  *int   `json:"file_descriptors"`
-	MaxFileSizeBytes *int64 `json:"max_file_size_bytes"`
-	OutputLimitBytes *int64 `json:"output_limit_bytes"`
+	// FileDescriptors is RLIMIT_NOFILE's soft limit, where open fails
+	// with EMFILE unless the program raises it; FileDescriptorsHard is how
+	// far it may (the same with --file-descriptors).
+	FileDescriptors     *int   `json:"file_descriptors"`
+	FileDescriptorsHard *int   `json:"file_descriptors_hard"`
+	MaxFileSizeBytes    *int64 `json:"max_file_size_bytes"`
+	OutputLimitBytes    *int64 `json:"output_limit_bytes"`
 	// EnforcedBy says, for each limit set, what holds it: "cgroup" (the
 	// whole sandbox), "ward" (ward's init ends the sandbox),
 	// "rlimit-per-process" (each process on its own), or

@@ -541,7 +541,8 @@ func newResult(cfg Config) *Result {
 	if cfg.TimeLimit > 0 {
 		r.Limits.TimeLimitMs = ptr(cfg.TimeLimit.Milliseconds())
 	}
-	r.Limits.FileDescriptors = ptr(cfg.FileDescriptors)
+	soft, hard := FileDescriptorLimits(cfg.FileDescriptors)
+	r.Limits.FileDescriptors, r.Limits.FileDescriptorsHard = ptr(int(soft)), ptr(int(hard))
 	r.Limits.Processes = ptr(cfg.Processes)
 	by := map[string]string{"processes": "cgroup", "file_descriptors": "rlimit-per-process"}
 	r.Limits.EnforcedBy = by
@@ -637,6 +638,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	nofile, nofileHard := FileDescriptorLimits(cfg.FileDescriptors)
 	spec := &nsexec.Spec{
 		Args:       cfg.Args,
 		Env:        sandboxEnv(cfg.Env, cfg.CallerEnv, home, cfg.Network == NetworkProxy),
@@ -646,7 +648,8 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 		LoopbackUp: cfg.Network != NetworkHost,
 		UID:        SandboxUID,
 		GID:        SandboxGID,
-		NoFile:     uint64(cfg.FileDescriptors),
+		NoFile:     nofile,
+		NoFileHard: nofileHard,
 		Overlay:    cfg.Overlay,
 		CPUSeconds: rlimitCPU(cfg.CPUTimeLimit),
 		// An unprivileged caller's single mapping denies setgroups; its

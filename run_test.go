@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -96,5 +97,27 @@ func TestExitCodeFor(t *testing.T) {
 		if got := exitCodeFor(&tc.r); got != tc.want {
 			t.Errorf("exitCodeFor(%s) = %d, want %d", tc.r.Status, got, tc.want)
 		}
+	}
+}
+
+func TestFileDescriptorLimits(t *testing.T) {
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		n          int
+		soft, hard uint64
+	}{
+		{"unset: soft 1024, hard 524288 or this process's hard limit", 0, min(1024, own.Max), min(524288, own.Max)},
+		{"set: both", 100, 100, 100},
+		{"set above the default hard: both", 600000, 600000, 600000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if soft, hard := FileDescriptorLimits(tc.n); soft != tc.soft || hard != tc.hard {
+				t.Errorf("FileDescriptorLimits(%d) = %d, %d; want %d, %d", tc.n, soft, hard, tc.soft, tc.hard)
+			}
+		})
 	}
 }

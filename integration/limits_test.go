@@ -1,11 +1,14 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -282,4 +285,101 @@ func num(t *testing.T, m map[string]any, k string) float64 {
 		t.Errorf("%s = %v, want a number", k, m[k])
 	}
 	return v
+}
+
+// TestLimitsFileDescriptorDefault: with no --file-descriptors the program
+// starts at soft 1024 and may raise itself to 524288, or to ward's own hard
+// limit when that is lower (issue 20); the flag sets both.
+func TestLimitsFileDescriptorDefault(t *testing.T) {
+	const probe = `import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+print("nofile", soft, hard)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+import os
+fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(min(hard, 1100) - 10)]
+print("opened", len(fds))
+`
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	ownHard := min(own.Max, 524288)
+	for _, tc := range []struct {
+		name       string
+		ulimit     string // the hard limit ward itself is started with ("": the test's)
+		args       []string
+		soft, hard uint64
+	}{
+		{"unset: soft 1024, hard up to 524288", "", nil, 1024, ownHard},
+		{"unset under ward's hard 2000: hard 2000", "2000", nil, 1024, 2000},
+		{"unset under ward's hard 600: both 600", "600", nil, 600, 600},
+		{"--file-descriptors=1500 sets both", "", []string{"--file-descriptors=1500"}, 1500, 1500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "r.json")
+			args := append([]string{"run", "--report=" + report}, tc.args...)
+			args = append(args, "--", "python3", "-")
+			var r result
+			if tc.ulimit == "" {
+				r = run(t, opts{stdin: probe}, args...)
+			} else {
+				// Only ward's own process (a child shell) gets the lower limit.
+				ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, tc.ulimit, wardBin}, args...)...)
+				cmd.Stdin = strings.NewReader(probe)
+				r = runCmd(t, ctx, cmd, args)
+			}
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r)
+			}
+			want := fmt.Sprintf("nofile %d %d\nopened %d\n", tc.soft, tc.hard, min(tc.hard, 1100)-10)
+			if r.stdout != want {
+				t.Errorf("program printed %q, want %q\n%s", r.stdout, want, r)
+			}
+			lim, _ := readReport(t, report, r)["limits"].(map[string]any)
+			if lim["file_descriptors"] != float64(tc.soft) || lim["file_descriptors_hard"] != float64(tc.hard) {
+				t.Errorf("report limits file_descriptors=%v file_descriptors_hard=%v, want %d and %d", lim["file_descriptors"], lim["file_descriptors_hard"], tc.soft, tc.hard)
+			}
+		})
+	}
+	if r := run(t, opts{}, "run", "--file-descriptors=0", "--", "true"); r.code != 2 || !strings.Contains(r.stderr, "--file-descriptors=0") {
+		t.Errorf("--file-descriptors=0 must be refused (exit 2) naming the flag\n%s", r)
+	}
+}
+
+// TestLimitsOtherRlimitsAsTheCallers: stack, locked memory, message queues,
+// pending signals, file size and the rest are the caller's own; only
+// RLIMIT_CORE is 0 (docs/limits.md says why).
+func TestLimitsOtherRlimitsAsTheCallers(t *testing.T) {
+	const probe = `import resource
+for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+    print(name, *resource.getrlimit(getattr(resource, name)))
+`
+	bare, err := exec.Command("/usr/bin/python3", "-c", probe).Output()
+	if err != nil {
+		t.Fatalf("python3 bare: %v", err)
+	}
+	r := run(t, opts{stdin: probe}, "run", "--", "/usr/bin/python3", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r)
+	}
+	inside := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		inside[k] = v
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(bare)), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		want := v
+		switch k {
+		case "RLIMIT_NOFILE", "RLIMIT_OFILE":
+			continue // TestLimitsFileDescriptorDefault
+		case "RLIMIT_CORE":
+			want = "0 0"
+		}
+		if inside[k] != want {
+			t.Errorf("%s inside is %q, want %q (outside: %q)", k, inside[k], want, v)
+		}
+	}
 }

@@ -220,7 +220,7 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	STEP(WARD_STEP_USERNS);
 
 	t = now_us();
-	struct rlimit rl = {g->nofile, g->nofile};
+	struct rlimit rl = {g->nofile, g->nofile_hard ? g->nofile_hard : g->nofile};
 	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_NOFILE, (long)&rl, 0, 0, 0), RLIMIT_NOFILE);
 	rl.rlim_cur = rl.rlim_max = 0;
 	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CORE, (long)&rl, 0, 0, 0), RLIMIT_CORE);

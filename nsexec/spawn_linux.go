@@ -140,7 +140,8 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 		g.cgroup_fds[i] = C.int(protoFd + 1 + i)
 	}
 	g.wait_fd, g.report_fd = -1, -1
-	g.nofile, g.cpu_seconds, g.file_size = C.uint64_t(spec.NoFile), C.uint64_t(spec.CPUSeconds), C.uint64_t(spec.FileSize)
+	g.nofile, g.nofile_hard = C.uint64_t(spec.NoFile), C.uint64_t(spec.NoFileHard)
+	g.cpu_seconds, g.file_size = C.uint64_t(spec.CPUSeconds), C.uint64_t(spec.FileSize)
 	if spec.FileSize > 0 {
 		g.ignore_xfsz = 1
 	}

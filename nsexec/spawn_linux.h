@@ -46,7 +46,7 @@ struct ward_gate {
 	int cgroup_fds[WARD_MAX_CGROUPS];
 	int wait_fd;   // read one byte here after entering the cgroup (-1: don't)
 	int report_fd; // SOCK_SEQPACKET, CLOEXEC
-	uint64_t nofile, cpu_seconds, file_size;
+	uint64_t nofile, nofile_hard, cpu_seconds, file_size; // nofile_hard 0: nofile
 	int ignore_xfsz;
 	int uid, gid;
 	int keep_groups; // setgroups is denied here (an unprivileged caller's single mapping)

@@ -79,10 +79,13 @@ type Spec struct {
 	// end.
 	OverlayKeepFD int `json:"overlay_keep_fd,omitempty"`
 	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
-	LoopbackUp bool   `json:"lo"`
-	UID        int    `json:"uid"`
-	GID        int    `json:"gid"`
+	LoopbackUp bool `json:"lo"`
+	UID        int  `json:"uid"`
+	GID        int  `json:"gid"`
+	// NoFile and NoFileHard are RLIMIT_NOFILE's soft and hard limits
+	// (NoFileHard 0: NoFile).
 	NoFile     uint64 `json:"nofile"`
+	NoFileHard uint64 `json:"nofile_hard,omitempty"`
 	// CPUSeconds is RLIMIT_CPU's soft limit (0: none), the backstop of the
 	// supervisor's CPU time limit; the hard limit is one second more.
 	CPUSeconds uint64 `json:"cpu_s,omitempty"`

@@ -155,7 +155,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.maxFileSize, "max-file-size", "", "largest file the program may write (10M); a larger write fails with EFBIG")
 	fl.StringVar(&f.meta, "meta", "", "write isolate's meta file (time:, max-rss:, status:, ...) to FILE")
 	fl.StringVar(&f.seccomp, "seccomp", ward.SeccompDefault, "syscall policy: default, strict, unconfined (unsafe), or an OCI/Docker JSON profile FILE")
-	fl.IntVar(&f.fileDescriptors, "file-descriptors", ward.DefaultFileDescriptors, "most open files (RLIMIT_NOFILE)")
+	fl.IntVar(&f.fileDescriptors, "file-descriptors", 0, "most open files (RLIMIT_NOFILE, soft and hard); unset: soft 1024, hard 524288 (or ward's own hard limit if lower), which the program may raise its soft limit to")
 	fl.StringArrayVar(&f.allowRead, "allow-read", nil, "bind PATH read-only (and noexec) at the same path inside (repeatable)")
 	fl.StringArrayVar(&f.allowWrite, "allow-write", nil, "bind PATH read-write at the same path inside; what the program creates there is the caller's (repeatable)")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "bind SRC at DST inside: SRC:DST[:ro|rw], ro by default (repeatable)")

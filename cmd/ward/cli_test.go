@@ -41,6 +41,8 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "--sandbox-log=loud", "--", "true"}, "--sandbox-log=loud"},
 		{[]string{"run", "--workdir=relative/dir", "--", "true"}, "--workdir=relative/dir"},
 		{[]string{"run", "--file-descriptors=x", "--", "true"}, "file-descriptors"},
+		{[]string{"run", "--file-descriptors=0", "--", "true"}, "--file-descriptors=0"},
+		{[]string{"run", "--file-descriptors=3", "--", "true"}, "--file-descriptors=3"},
 		{[]string{"run", "--frobnicate", "--", "true"}, "--frobnicate"},
 		{[]string{"run"}, "no command"},
 		{[]string{"run", "--report=/nonexistent-dir/r.json", "--", "true"}, "--report=/nonexistent-dir/r.json"},
@@ -52,6 +54,24 @@ func TestBadInputExits2(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFileDescriptorsUnsetByDefault: without the flag the config says "not
+// set" (0), so the soft-1024, raisable default applies, not a limit of 1024.
+func TestFileDescriptorsUnsetByDefault(t *testing.T) {
+	var f runFlags
+	fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	bindRunFlags(fl, &f)
+	if err := fl.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.toConfig([]string{"true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.FileDescriptors != 0 {
+		t.Errorf("FileDescriptors = %d without the flag, want 0 (not set)", cfg.FileDescriptors)
 	}
 }
 

@@ -98,6 +98,11 @@ func layer(fromFlags ward.Config, fl *pflag.FlagSet, configFlag, profile string)
 			explain[f.key] = "flag --" + f.flag
 		}
 	}
+	if fl.Changed("file-descriptors") && cfg.FileDescriptors == 0 {
+		// 0 is the library's "not set"; on the command line leaving the
+		// flag out says that.
+		return cfg, explain, &ward.ConfigError{Key: "file-descriptors", Value: "0", Reason: "want a number from 4 to 1048576"}
+	}
 	return cfg, explain, cfg.Validate()
 }
 

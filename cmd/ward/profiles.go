@@ -127,14 +127,17 @@ func effectiveTOML(name string, c ward.Config, explain map[string]string) string
 	if c.CPULimit > 0 {
 		fmt.Fprintf(&b, "cpu_limit = %d%s\n", c.CPULimit, src("cpu_limit"))
 	}
-	fds, procs := c.FileDescriptors, c.Processes
-	if fds == 0 {
-		fds = ward.DefaultFileDescriptors
-	}
+	procs := c.Processes
 	if procs == 0 {
 		procs = ward.DefaultProcesses
 	}
-	fmt.Fprintf(&b, "file_descriptors = %d%s\nprocesses = %d%s\n", fds, src("file_descriptors"), procs, src("processes"))
+	if c.FileDescriptors > 0 {
+		fmt.Fprintf(&b, "file_descriptors = %d%s\n", c.FileDescriptors, src("file_descriptors"))
+	} else {
+		soft, hard := ward.FileDescriptorLimits(0)
+		fmt.Fprintf(&b, "# file_descriptors not set: soft %d, hard %d (the program may raise its soft limit)\n", soft, hard)
+	}
+	fmt.Fprintf(&b, "processes = %d%s\n", procs, src("processes"))
 	fmt.Fprintf(&b, "\n[sandbox.network]\nallow_domains = %s%s\n", q(c.AllowNetwork), src("allow_network"))
 	if len(c.AllowPorts) > 0 {
 		fmt.Fprintf(&b, "allow_ports = %v%s\n", strings.ReplaceAll(fmt.Sprint(c.AllowPorts), " ", ", "), src("allow_ports"))
