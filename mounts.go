@@ -247,14 +247,14 @@ func idmapUserns() (*os.File, error) {
 }
 
 // idmapUsernsFor maps the on-disk uid and gid given to the host ids host
-// and hostGID.
+// and hostGID, and every other id of the sandbox's range to itself.
 func idmapUsernsFor(uid, gid, host, hostGID int) (*os.File, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"ward-idmap"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: host, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}},
+		UidMappings: idmapRanges(uid, host),
+		GidMappings: idmapRanges(gid, hostGID),
 		Pdeathsig:   syscall.SIGKILL,
 	}
 	stdin, err := cmd.StdinPipe()
@@ -274,6 +274,27 @@ func idmapUsernsFor(uid, gid, host, hostGID int) (*os.File, error) {
 		return nil, fmt.Errorf("idmap user namespace: %w", err)
 	}
 	return f, nil
+}
+
+// idmapRanges maps the on-disk id to host and the rest of the sandbox's
+// ids (HostUIDBase...+IDRange, but host) to themselves. Without the rest,
+// chown(path, 0, 0) by the program fails with EOVERFLOW (no on-disk id for
+// the sandbox's root) where any other file system says EPERM: libuv's own
+// fs_chown test caught it (docs/corpus.md). The program still cannot give
+// a file away (it has no CAP_CHOWN); only the error is now the usual one.
+func idmapRanges(onDisk, host int) []syscall.SysProcIDMap {
+	m := []syscall.SysProcIDMap{{ContainerID: onDisk, HostID: host, Size: 1}}
+	lo, hi := nsexec.HostUIDBase, nsexec.HostUIDBase+nsexec.IDRange
+	if onDisk >= lo && onDisk < hi || host < lo || host >= hi {
+		return m // overlapping ranges: the one id only
+	}
+	if host > lo {
+		m = append(m, syscall.SysProcIDMap{ContainerID: lo, HostID: lo, Size: host - lo})
+	}
+	if host+1 < hi {
+		m = append(m, syscall.SysProcIDMap{ContainerID: host + 1, HostID: host + 1, Size: hi - host - 1})
+	}
+	return m
 }
 
 // lend makes the directory src (an O_PATH fd of path: a writable source

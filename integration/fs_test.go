@@ -100,6 +100,27 @@ func TestAllowWritePersistsAndFilesBelongToTheCaller(t *testing.T) {
 	}
 }
 
+// TestAllowWriteChownToAnotherUserIsEPERM: giving a file away fails as it
+// does for any unprivileged user, with EPERM, not with the idmapped mount's
+// EOVERFLOW (libuv's fs_chown test, docs/corpus.md); to itself it works.
+func TestAllowWriteChownToAnotherUserIsEPERM(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, opts{}, "run", "--allow-write="+dir, "--", "python3", "-c", `import os, sys
+p = sys.argv[1] + "/f"
+open(p, "w").close()
+os.chown(p, 1000, 1000)
+for uid, gid in ((0, -1), (-1, 0), (5, -1), (65534, -1)):
+    try:
+        os.chown(p, uid, gid)
+        print(uid, gid, "chowned")
+    except OSError as e:
+        print(uid, gid, e.errno)
+`, dir)
+	if want := "0 -1 1\n-1 0 1\n5 -1 1\n65534 -1 1\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("chown inside an --allow-write dir printed %q, want %q (errno 1, EPERM, each time)\n%s", r.stdout, want, r)
+	}
+}
+
 func TestMountAtChosenPathsReadOnlyAndReadWrite(t *testing.T) {
 	in, out := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(in, "input"), []byte("from-host\n"), 0o644); err != nil {
