@@ -176,7 +176,12 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	}
 	STEP(WARD_STEP_STDIO);
 	t = now_us();
-	if (g->setsid) CHECK(WARD_STEP_SESSION, sys(SYS_setsid, 0, 0, 0, 0, 0), 0);
+	// A process group of its own in the init's session (which has no
+	// terminal), not a session of its own: a session leader takes the
+	// first terminal it opens as its controlling one (and then dies of
+	// its hangup), which no program run from a shell or by a service's
+	// main process expects (Go's os and os/signal tests with a pty).
+	if (g->setpgid) CHECK(WARD_STEP_SESSION, sys(SYS_setpgid, 0, 0, 0, 0, 0), 0);
 	STEP(WARD_STEP_SESSION);
 
 	if (early && early->err) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CGROUP, -early->err, early->detail);

@@ -23,7 +23,7 @@ import (
 // (spawn_linux.c), in the order of spawn_linux.h's WARD_STEP_*. The name is
 // what the operator sees in "ward: <step>: <cause>".
 var gateSteps = [C.WARD_NSTEPS]string{
-	"set-stdio", "new-session", "enter-cgroup", "enter-user-namespace", "set-rlimits", "enter-cgroup-namespace",
+	"set-stdio", "new-process-group", "enter-cgroup", "enter-user-namespace", "set-rlimits", "enter-cgroup-namespace",
 	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
 	"no-new-privs", "landlock", "enter-workdir", "seccomp", "exec", "fork-program",
 }
@@ -131,9 +131,9 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	if stdio != nil {
 		g.stdio = [3]C.int{C.int(stdio[0]), C.int(stdio[1]), C.int(stdio[2])}
 	}
-	g.setsid = 1
+	g.setpgid = 1
 	if spec.TTY {
-		g.setsid = 0
+		g.setpgid = 0
 	}
 	g.ncgroup = C.int(spec.CgroupFDs)
 	for i := 0; i < spec.CgroupFDs; i++ {
@@ -265,7 +265,7 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 	case C.WARD_STEP_FORK:
 		what = fmt.Sprintf("take the config (detail %d)", detail)
 	case C.WARD_STEP_SESSION:
-		what = "setsid"
+		what = "setpgid"
 	case C.WARD_STEP_CGROUP:
 		what, hint = fmt.Sprintf("write 0 to cgroup.procs (fd %d)", detail), " (ward needs Linux 5.16 or later)"
 	case C.WARD_STEP_RLIMITS:

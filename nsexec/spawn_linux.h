@@ -41,7 +41,7 @@ struct ward_report {
 
 struct ward_gate {
 	int stdio[3]; // dup'd to 0, 1, 2 (stdio[0] < 0: keep 0-2)
-	int setsid;
+	int setpgid; // a process group of its own (not with --tty)
 	int ncgroup;
 	int cgroup_fds[WARD_MAX_CGROUPS];
 	int wait_fd;   // read one byte here after entering the cgroup (-1: don't)
