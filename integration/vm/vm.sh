@@ -42,6 +42,11 @@ VM_SMOKE=${VM_SMOKE:-}
 VM_TEST_ARGS=${VM_TEST_ARGS:-}
 VM_DMESG=${VM_DMESG:-}
 APT_PACKAGES=(qemu-system-x86 busybox-static cpio)
+# The false-positive corpus (docs/corpus.md), built here on the host: under
+# TCG a compiler runs ten to fifty times slower. These Go packages' test
+# binaries, and libuv's test runner (the Makefile's CORPUS_MODULES).
+CORPUS_GO_PKGS=${CORPUS_GO_PKGS:-syscall os/signal os/exec}
+CORPUS_LIBUV=${CORPUS_LIBUV:-github.com/libuv/libuv@v1.48.0}
 # Loaded in the VM in dependency order (resolved from each module's modinfo).
 # virtio_pci + 9p share /usr; overlay, veth, bridge, tun for the sandboxes and
 # the netns test hosts; virtio_rng so getrandom never waits.
@@ -175,10 +180,12 @@ build_initramfs() {
 	cat >"$STAGE/etc/passwd" <<-'EOF'
 	root:x:0:0:root:/root:/bin/sh
 	nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+	user:x:1000:1000:the corpus's bare side:/nonexistent:/bin/sh
 	EOF
 	cat >"$STAGE/etc/group" <<-'EOF'
 	root:x:0:
 	nogroup:x:65534:
+	user:x:1000:
 	EOF
 	# What useradd and userdel need (the rootless tests make throwaway users).
 	printf 'root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n' >"$STAGE/etc/shadow"
@@ -213,6 +220,7 @@ build_initramfs() {
 	if [ -z "$VM_SMOKE" ]; then
 		cp "$VM_OUT/integration.test" "$STAGE/ward/integration/integration.test"
 		[ -d "$ROOT/integration/testdata" ] && cp -a "$ROOT/integration/testdata" "$STAGE/ward/integration/"
+		cp -a "$VM_OUT/corpus" "$STAGE/ward/corpus"
 	fi
 	[ -d "$ROOT/examples" ] && cp -a "$ROOT/examples" "$STAGE/ward/"
 
@@ -227,6 +235,30 @@ build_initramfs() {
 	(cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) | gzip -1 >"$VM_OUT/initrd.gz.tmp"
 	mv "$VM_OUT/initrd.gz.tmp" "$VM_OUT/initrd.gz"
 	log "initramfs $(du -h "$VM_OUT/initrd.gz" | cut -f1), kernel $KVER, modules: ${MOD_ORDER[*]}"
+}
+
+# ---------------------------------------------------------------- corpus
+
+# build_corpus puts the corpus's binaries into $VM_OUT/corpus: go/PKG.test
+# (go test -c), and libuv/ with build/uv_run_tests_a and test/fixtures
+# (built once, kept).
+build_corpus() {
+	local out=$VM_OUT/corpus p src tmp
+	rm -rf "$out/go" && mkdir -p "$out/go"
+	for p in $CORPUS_GO_PKGS; do
+		(cd "$ROOT" && GOFLAGS= "$GO" test -c -o "$out/go/${p//\//_}.test" "$p") || die "go test -c $p failed"
+	done
+	[ -x "$out/libuv/build/uv_run_tests_a" ] && return 0
+	src=$(cd /tmp && GOFLAGS= "$GO" mod download -json "$CORPUS_LIBUV" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$src" ] || die "go mod download $CORPUS_LIBUV failed (make deps fetches it)"
+	tmp=$out/libuv.tmp
+	rm -rf "$tmp" "$out/libuv" && cp -r "$src" "$tmp" && chmod -R u+w "$tmp"
+	(cd "$tmp" && cmake -S . -B build -DLIBUV_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >build.log &&
+		make -C build -j2 uv_run_tests_a >>build.log) || { tail -30 "$tmp/build.log"; die "building libuv's tests failed"; }
+	mkdir -p "$out/libuv/build" "$out/libuv/test"
+	cp "$tmp/build/uv_run_tests_a" "$out/libuv/build/"
+	cp -r "$tmp/test/fixtures" "$out/libuv/test/"
+	rm -rf "$tmp"
 }
 
 # ---------------------------------------------------------------- run
@@ -251,6 +283,8 @@ cmd_run() {
 		log "building the integration test binary (static)"
 		(cd "$ROOT" && CGO_ENABLED=0 "$GO" test -c -o "$VM_OUT/integration.test" ./integration) \
 			|| die "go test -c ./integration failed"
+		log "building the corpus (go test -c $CORPUS_GO_PKGS; libuv's tests once)"
+		build_corpus
 	fi
 	build_initramfs
 
