@@ -422,7 +422,7 @@ func goSuite(t *testing.T, pkg, prebuilt string) corpusSuite {
 			if prebuilt == "" {
 				src = goTestBinary(t, pkg)
 			}
-			return copyFile(src, filepath.Join(work, "bin", bin), 0o755)
+			return corpusCopyFile(src, filepath.Join(work, "bin", bin), 0o755)
 		},
 		args: append([]string{"WORK/bin/" + bin, "-test.v", "-test.short", "-test.timeout=6m"}, goVMSkip(t, pkg)...),
 		parse: func(out []byte, _ string) map[string]string {
@@ -630,7 +630,7 @@ func moduleDir(modVersion string) (string, error) {
 	return info.Dir, nil
 }
 
-func copyFile(src, dst string, mode os.FileMode) error {
+func corpusCopyFile(src, dst string, mode os.FileMode) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
@@ -660,7 +660,7 @@ func copyTree(src, dst string) error {
 			}
 			return os.Symlink(l, to)
 		default:
-			return copyFile(p, to, info.Mode().Perm()|0o600)
+			return corpusCopyFile(p, to, info.Mode().Perm()|0o600)
 		}
 	})
 }
