@@ -68,7 +68,8 @@ type corpusSuite struct {
 	dir   string
 	flags []string
 	env   []string // K=V; WORK in a value is the side's work dir
-	// prepare fills a side's work dir (owned by uid, gid) before the run.
+	// prepare fills a side's work dir; then the whole dir is given to the
+	// side's user.
 	prepare func(t *testing.T, work string) error
 	// build, if set, runs on both sides before the tests (a build that
 	// works bare must work inside); args are relative to dir.
