@@ -11,8 +11,10 @@ GO ?= go
 PYTHON3_VERSION := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
 APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux busybox-static uidmap \
 	cmake make libpython$(PYTHON3_VERSION)-testsuite
-# The corpus's C project, through the Go module proxy (integration/corpus_test.go).
-CORPUS_MODULES := github.com/libuv/libuv@v1.48.0
+# The corpus's C project: libuv, Debian's own source package, fetched once
+# into CORPUS_SRC by integration/corpus-src.sh (integration/corpus_test.go).
+CORPUS_SRC := /var/cache/ward-corpus
+export CORPUS_SRC
 STATICCHECK_VERSION := v0.8.2
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -35,7 +37,7 @@ deps: .deps-stamp
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q "$(STATICCHECK_VERSION:v%=%)" || \
 		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GO) mod download
-	$(GO) mod download $(CORPUS_MODULES)
+	bash integration/corpus-src.sh $(CORPUS_SRC)
 	@touch $@
 
 build: deps

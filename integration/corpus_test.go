@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -31,11 +30,10 @@ const (
 	// as a permission check) behaves alike.
 	corpusUID = 1000
 	corpusGID = 1000
-	// libuv: a C library built with cmake, make and gcc; its test runner
-	// (uv_run_tests_a) exercises files, processes, signals, pipes, ttys,
-	// threads and loopback sockets. Fetched through the Go module proxy
-	// (make deps), so it is there offline.
-	libuvModule = "github.com/libuv/libuv@v1.48.0"
+	// libuv (libuvSource): a C library built with cmake, make and gcc;
+	// its test runner (uv_run_tests_a) exercises files, processes,
+	// signals, pipes, ttys, threads and loopback sockets. Debian's own
+	// source package, fetched once by make deps, so it is there offline.
 	// goroot is the toolchain whose standard-library tests run.
 	goroot = "/usr/local/go"
 )
@@ -615,7 +613,7 @@ func libuvSuite(t *testing.T, prebuilt string, only []string) corpusSuite {
 		return s
 	}
 	s.prepare = func(t *testing.T, work string) error {
-		src, err := moduleDir(libuvModule)
+		src, err := libuvSource()
 		if err != nil {
 			return err
 		}
@@ -625,19 +623,18 @@ func libuvSuite(t *testing.T, prebuilt string, only []string) corpusSuite {
 	return s
 }
 
-// moduleDir is where the Go module cache holds mod@version (make deps
-// downloads it; offline a cached copy is enough).
-func moduleDir(modVersion string) (string, error) {
-	cmd := exec.Command(filepath.Join(goroot, "bin", "go"), "mod", "download", "-json", modVersion)
-	cmd.Dir = os.TempDir() // outside any module
-	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOTOOLCHAIN=local")
-	out, err := cmd.Output()
-	var info struct{ Dir, Error string }
-	_ = json.Unmarshal(out, &info)
-	if err != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s (make deps fetches it through the Go module proxy): %v %s", modVersion, err, info.Error)
+// libuvSource is libuv's source tree as make deps fetched it: Debian's
+// source package, unpacked under $CORPUS_SRC (integration/corpus-src.sh).
+func libuvSource() (string, error) {
+	dir := os.Getenv("CORPUS_SRC")
+	if dir == "" {
+		dir = "/var/cache/ward-corpus"
 	}
-	return info.Dir, nil
+	src := filepath.Join(dir, "libuv")
+	if _, err := os.Stat(filepath.Join(src, "CMakeLists.txt")); err != nil {
+		return "", fmt.Errorf("libuv's source (make deps fetches it: bash integration/corpus-src.sh): %w", err)
+	}
+	return src, nil
 }
 
 func corpusCopyFile(src, dst string, mode os.FileMode) error {

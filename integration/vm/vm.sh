@@ -44,9 +44,10 @@ VM_DMESG=${VM_DMESG:-}
 APT_PACKAGES=(qemu-system-x86 busybox-static cpio)
 # The false-positive corpus (docs/corpus.md), built here on the host: under
 # TCG a compiler runs ten to fifty times slower. These Go packages' test
-# binaries, and libuv's test runner (the Makefile's CORPUS_MODULES).
+# binaries, and libuv's test runner (Debian's source, which make deps puts
+# in CORPUS_SRC with integration/corpus-src.sh).
 CORPUS_GO_PKGS=${CORPUS_GO_PKGS:-syscall os/signal os/exec}
-CORPUS_LIBUV=${CORPUS_LIBUV:-github.com/libuv/libuv@v1.48.0}
+CORPUS_SRC=${CORPUS_SRC:-/var/cache/ward-corpus}
 # Loaded in the VM in dependency order (resolved from each module's modinfo).
 # virtio_pci + 9p share /usr; overlay, veth, bridge, tun for the sandboxes and
 # the netns test hosts; virtio_rng so getrandom never waits.
@@ -249,8 +250,8 @@ build_corpus() {
 		(cd "$ROOT" && GOFLAGS= "$GO" test -c -o "$out/go/${p//\//_}.test" "$p") || die "go test -c $p failed"
 	done
 	[ -x "$out/libuv/build/uv_run_tests_a" ] && return 0
-	src=$(cd /tmp && GOFLAGS= "$GO" mod download -json "$CORPUS_LIBUV" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[ -d "$src" ] || die "go mod download $CORPUS_LIBUV failed (make deps fetches it)"
+	bash "$ROOT/integration/corpus-src.sh" "$CORPUS_SRC" || die "fetching libuv's source failed"
+	src=$CORPUS_SRC/libuv
 	tmp=$out/libuv.tmp
 	rm -rf "$tmp" "$out/libuv" && cp -r "$src" "$tmp" && chmod -R u+w "$tmp"
 	(cd "$tmp" && cmake -S . -B build -DLIBUV_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Debug >build.log &&
