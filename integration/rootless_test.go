@@ -137,6 +137,18 @@ func TestRootlessMappings(t *testing.T) {
 	}
 }
 
+// forBothMappings runs check as a fresh user under the full range and
+// under the single mapping.
+func forBothMappings(t *testing.T, check func(*testing.T, testUser)) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
+			u := newTestUser(t)
+			u.single = single
+			check(t, u)
+		})
+	}
+}
+
 // TestRootlessInsideViewIsRoots: an ordinary user's sandbox looks as a
 // root caller's does from inside.
 func TestRootlessInsideViewIsRoots(t *testing.T) {
@@ -168,15 +180,7 @@ ip -o link | awk -F': ' '{print "link " $2}'; touch /usr/x 2>/dev/null && echo W
 // descriptors and file size hold without a cgroup; memory is refused (71,
 // saying how to get a cgroup) unless --limits=best-effort, and then the
 // result says it is held per process.
-func TestRootlessLimitsWithoutACgroup(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
-			u := newTestUser(t)
-			u.single = single
-			testLimitsWithoutACgroup(t, u)
-		})
-	}
-}
+func TestRootlessLimitsWithoutACgroup(t *testing.T) { forBothMappings(t, testLimitsWithoutACgroup) }
 
 func testLimitsWithoutACgroup(t *testing.T, u testUser) {
 	t.Helper()
@@ -254,15 +258,7 @@ func TestRootlessSessionsArePerUser(t *testing.T) {
 // TestRootlessFilesAndMounts: --allow-read, --allow-write and --mount work
 // for an ordinary user (the init clones the sources), read-only where
 // asked, and what the program makes is the caller's, never setuid.
-func TestRootlessFilesAndMounts(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		t.Run(map[bool]string{false: "full range", true: "single"}[single], func(t *testing.T) {
-			u := newTestUser(t)
-			u.single = single
-			testFilesAndMounts(t, u)
-		})
-	}
-}
+func TestRootlessFilesAndMounts(t *testing.T) { forBothMappings(t, testFilesAndMounts) }
 
 func testFilesAndMounts(t *testing.T, u testUser) {
 	t.Helper()
