@@ -50,6 +50,8 @@ func newTestUser(t *testing.T) testUser {
 		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
 			t.Errorf("userdel %s: %v\n%s", name, err, out)
 		}
+		// The state directory ward made for the user's sessions.
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), "ward-"+strconv.Itoa(uid)))
 	})
 	base, err := os.MkdirTemp("", "ward-rootless-")
 	if err != nil {
