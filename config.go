@@ -1,6 +1,6 @@
 // Package ward runs untrusted programs inside a Linux sandbox made of
-// namespaces, a minimal read-only root, dropped privileges and (from later
-// issues) cgroups and seccomp, and reports exactly what happened.
+// namespaces, a cgroup, seccomp, a minimal read-only root and dropped
+// privileges, and reports exactly what happened.
 //
 // A program that uses this package must call [Init] first thing in main:
 // ward re-executes /proc/self/exe as the sandbox's init, and Init is where

@@ -16,14 +16,15 @@
 //	init->parent   started     the program runs                  Pid (inside), StartUs (its exec)
 //	init->parent   exit        the program ended                 Exit (with WallUs, TimedOut)
 //
-// The gate is the program's process before it execs the program: the init
-// forks it ("ward gate", fd 3 a socketpair to the init, fds 4... the
-// sandbox cgroup's cgroup.procs files the parent opened) and sends it the
-// same config; the gate drops every privilege, moves itself into the
-// cgroup and execs, so no code of the program runs outside the cgroup and
-// no code of ward's (the init's threads) counts in it. Its errors ("error",
-// "exec_error") go to the init, which relays them. A successful exec
-// closes the gate's socket (CLOEXEC).
+// The program's process is forked by the init and runs only C
+// (spawn_linux.c) until it execs the program: the init sends it the
+// packed config over a SOCK_SEQPACKET socketpair, and the cgroup.procs
+// files the parent opened come as fds 4...; it moves itself into the
+// cgroup, drops every privilege and execs, so no code of the program runs
+// outside the cgroup and no code of ward's (the init's threads) counts in
+// it. Its errors go to the init as binary reports, which the init relays
+// as "error" or "exec_error". A successful exec closes its socket
+// (CLOEXEC).
 //
 // After "error", "exec_error" or "exit" the init exits; its death ends the
 // PID namespace and with it every process of the sandbox. If the parent

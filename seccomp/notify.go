@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"unsafe"
 
 	sc "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -120,20 +119,6 @@ func matchAll(conds []Arg, args []uint64) bool {
 		}
 	}
 	return true
-}
-
-// LoadListener installs prog on the calling thread (not TSYNC: the caller
-// execs next, which ends its other threads) and returns the listener fd.
-func LoadListener(prog Program) (int, error) {
-	if len(prog) == 0 || len(prog)%8 != 0 {
-		return -1, fmt.Errorf("%d bytes is not a BPF program", len(prog))
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp listener filter: %w", errno)
-	}
-	return int(fd), nil
 }
 
 // Denial is one syscall the policy denied, and how often.
