@@ -1,6 +1,7 @@
 package ward
 
 import (
+	"errors"
 	"github.com/wardbox/ward/nsexec"
 
 	"strconv"
@@ -145,6 +146,30 @@ func FormatDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// Errors a Result stands for (see Result.Err), for errors.Is.
+var (
+	ErrTimeout = errors.New("ward: time limit exceeded")
+	ErrMemory  = errors.New("ward: memory limit exceeded")
+)
+
+// Err is the error the result stands for: ErrTimeout (wall or CPU time),
+// ErrMemory, the *SetupError of a setup failure, or nil.
+func (r *Result) Err() error {
+	switch r.Status {
+	case StatusTimeout, StatusCPUTimeout:
+		return ErrTimeout
+	case StatusMemory:
+		return ErrMemory
+	case StatusSetupError:
+		msg := "setup failed"
+		if r.Error != nil {
+			msg = *r.Error
+		}
+		return &SetupError{Step: "setup", Msg: msg}
+	}
+	return nil
 }
 
 // exitCodeFor maps a result to ward's own exit status.

@@ -497,35 +497,12 @@ func judge(res *Result, cfg Config, sb *nsexec.Sandbox, cg cgroup.Manager, sv su
 		res.ProcessesPeak = ptr(int(max(st.PidsPeak, sv.pidsPeak, 1)))
 		res.OOMKilled = ptr(st.OOMKills > 0)
 	}
-	cpuOver := cfg.CPUTimeLimit > 0 && stErr == nil && st.CPU >= cfg.CPUTimeLimit
-	switch {
-	case ex != nil && ex.TimedOut, sv.timedOut && ex == nil:
-		res.Status = StatusTimeout
-		res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(cfg.TimeLimit)))
-	case sv.cpuKilled && ex == nil, ex != nil && cpuOver && (ex.Signal == int(syscall.SIGXCPU) || ex.Signal == int(syscall.SIGKILL)):
-		res.Status = StatusCPUTimeout
-		res.Error = ptr(fmt.Sprintf("execution exceeded CPU time limit (%s)", FormatDuration(cfg.CPUTimeLimit)))
-	case stErr == nil && st.OOMKills > 0 && (ex == nil || ex.Signal != 0 || ex.Code != 0):
-		res.Status = StatusMemory
-		res.Error = ptr(fmt.Sprintf("memory limit exceeded (%s)", FormatSize(cfg.MemoryLimit)))
-	case ex != nil && ex.Signal != 0:
-		res.Status, res.Signal = StatusSignaled, ptr(ex.Signal)
-	case ex != nil:
-		res.Status, res.ExitCode = StatusExited, ptr(ex.Code)
-	default:
-		res.Status, res.Signal = StatusSignaled, ptr(int(syscall.SIGKILL))
-		msg := "the sandbox was killed"
-		if sv.ctxErr != nil {
-			msg += ": " + sv.ctxErr.Error()
-		}
-		res.Error = ptr(msg)
+	e := ending{TimeLimit: cfg.TimeLimit, CPUTimeLimit: cfg.CPUTimeLimit, MemoryLimit: cfg.MemoryLimit,
+		Exit: ex, TimedOut: sv.timedOut, CPUKilled: sv.cpuKilled, CtxErr: sv.ctxErr}
+	if stErr == nil {
+		e.CPUUsed, e.HaveCPU, e.OOMKills = st.CPU, true, st.OOMKills
 	}
-	if ex != nil && res.Status != StatusExited && res.Status != StatusSignaled {
-		// Keep how the program itself ended next to the verdict.
-		if ex.Signal != 0 {
-			res.Signal = ptr(ex.Signal)
-		}
-	}
+	decide(e).apply(res)
 }
 
 func errnoOf(err error) syscall.Errno {

@@ -2,7 +2,6 @@ package ward
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,30 +12,6 @@ import (
 
 	"github.com/wardbox/ward/nsexec"
 )
-
-// Errors a Result stands for (see Result.Err), for errors.Is.
-var (
-	ErrTimeout = errors.New("ward: time limit exceeded")
-	ErrMemory  = errors.New("ward: memory limit exceeded")
-)
-
-// Err is the error the result stands for: ErrTimeout (wall or CPU time),
-// ErrMemory, the *SetupError of a setup failure, or nil.
-func (r *Result) Err() error {
-	switch r.Status {
-	case StatusTimeout, StatusCPUTimeout:
-		return ErrTimeout
-	case StatusMemory:
-		return ErrMemory
-	case StatusSetupError:
-		msg := "setup failed"
-		if r.Error != nil {
-			msg = *r.Error
-		}
-		return &SetupError{Step: "setup", Msg: msg}
-	}
-	return nil
-}
 
 // Command is one program to run in a long-lived sandbox.
 type Command struct {
@@ -117,45 +92,34 @@ func (s *Sandbox) Exec(ctx context.Context, c Command) (*Result, error) {
 	var ctxErr error
 	for {
 		select {
-		case m, ok := <-ch:
+		case ev, ok := <-ch:
 			if !ok {
 				wait()
 				return nil, fmt.Errorf("the sandbox ended while %q ran", c.Args[0])
 			}
-			switch m.Type {
-			case nsexec.MsgStarted:
+			switch {
+			case ev.Started:
 				start = time.Now()
 				if c.TimeLimit > 0 {
 					deadline = time.After(c.TimeLimit)
 				}
-			case nsexec.MsgExecError:
+			case ev.ExecErr != nil:
 				wait()
-				e := &nsexec.ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
-				res.Status, res.ExitCode, res.Error = StatusExited, ptr(e.ExitCode()), ptr(e.Error())
+				res.Status, res.ExitCode, res.Error = StatusExited, ptr(ev.ExecErr.ExitCode()), ptr(ev.ExecErr.Error())
 				res.WardExitCode = exitCodeFor(res)
 				return res, nil
-			case nsexec.MsgError:
+			case ev.SetupErr != nil:
 				wait()
-				return nil, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}
-			case nsexec.MsgExit:
+				return nil, ev.SetupErr
+			case ev.Exit != nil:
 				wait()
 				s.l.sb.Forget(id)
 				res.WallTimeMs = ms(time.Since(start))
-				ex := m.Exit
+				ex := ev.Exit
 				setUsage(res, ex.UserUs, ex.SysUs, ex.MaxRSSKB)
-				switch {
-				case timedOut:
-					res.Status = StatusTimeout
-					res.Error = ptr(fmt.Sprintf("execution exceeded time limit (%s)", FormatDuration(c.TimeLimit)))
-				case ex.Signal == int(syscall.SIGKILL) && s.oomKills() > oomBefore:
-					res.Status = StatusMemory
-					res.Error = ptr(fmt.Sprintf("memory limit exceeded (%s)", FormatSize(s.l.cfg.MemoryLimit)))
-				case ex.Signal != 0:
-					res.Status, res.Signal = StatusSignaled, ptr(ex.Signal)
-				default:
-					res.Status, res.ExitCode = StatusExited, ptr(ex.Code)
-				}
-				res.WardExitCode = exitCodeFor(res)
+				oom := s.oomKills()
+				decide(ending{TimeLimit: c.TimeLimit, MemoryLimit: s.l.cfg.MemoryLimit, Exit: ex, TimedOut: timedOut,
+					OOMKills: oom - min(oom, oomBefore)}).apply(res)
 				return res, ctxErr
 			}
 		case <-deadline:

@@ -56,7 +56,7 @@ type Sandbox struct {
 	session  bool
 	execCtl  *os.File
 	execMu   sync.Mutex
-	waiters  map[int]chan Msg
+	waiters  map[int]chan ExecEvent
 	cmd      *exec.Cmd
 	conn     *os.File
 	msgs     chan Msg
@@ -152,7 +152,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		parent.Close()
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
-	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan Msg{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
+	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan ExecEvent{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
 	sb.cloned = monoUs()
 	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
 	if full != nil {
@@ -234,7 +234,7 @@ func (sb *Sandbox) dispatch() {
 		ch := sb.waiters[m.ID]
 		sb.execMu.Unlock()
 		if ch != nil {
-			ch <- m
+			ch <- execEvent(m)
 		}
 	}
 	sb.execMu.Lock()
@@ -245,11 +245,36 @@ func (sb *Sandbox) dispatch() {
 	sb.execMu.Unlock()
 }
 
+// ExecEvent is one step of a command in a long-lived sandbox: exactly one
+// of its fields is set.
+type ExecEvent struct {
+	Started  bool        // the command runs (Pid is its pid inside)
+	Pid      int         //
+	ExecErr  *ExecError  // it could not be executed
+	SetupErr *SetupError // its process could not be set up
+	Exit     *Exit       // it ended
+}
+
+// execEvent is the typed event of a message about a command.
+func execEvent(m Msg) ExecEvent {
+	switch m.Type {
+	case MsgStarted:
+		return ExecEvent{Started: true, Pid: m.Pid}
+	case MsgExecError:
+		return ExecEvent{ExecErr: &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}}
+	case MsgExit:
+		if m.Exit != nil {
+			return ExecEvent{Exit: m.Exit}
+		}
+	}
+	return ExecEvent{SetupErr: &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}}
+}
+
 // Exec asks a long-lived sandbox's init to run req with stdio as the
-// command's 0, 1 and 2. The channel gets "started" (or "error" /
-// "exec_error"), then "exit", and is closed if the sandbox ends first.
-func (sb *Sandbox) Exec(req ExecRequest, stdio [3]*os.File) (<-chan Msg, error) {
-	ch := make(chan Msg, 4)
+// command's 0, 1 and 2. The channel gets Started (or ExecErr / SetupErr),
+// then Exit, and is closed if the sandbox ends first.
+func (sb *Sandbox) Exec(req ExecRequest, stdio [3]*os.File) (<-chan ExecEvent, error) {
+	ch := make(chan ExecEvent, 4)
 	sb.execMu.Lock()
 	sb.waiters[req.ID] = ch
 	sb.execMu.Unlock()
