@@ -11,7 +11,7 @@ import (
 	"github.com/wardbox/ward/seccomp"
 )
 
-// Status says how a run ended (DESIGN.md section 4).
+// Status says how a run ended (docs/result.md).
 const (
 	StatusExited     = "exited"      // the program exited by itself
 	StatusSignaled   = "signaled"    // the program was killed by a signal
@@ -21,7 +21,7 @@ const (
 	StatusSetupError = "setup_error" // the sandbox could not be built
 )
 
-// Exit codes of `ward run` besides the program's own (DESIGN.md section 1).
+// Exit codes of `ward run` besides the program's own (docs/cli.md).
 const (
 	ExitTimeout       = 124
 	ExitMemory        = 125

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,7 +19,7 @@ import (
 	"github.com/wardbox/ward/seccomp"
 )
 
-// The sandbox's identity (DESIGN.md section 2).
+// The sandbox's identity (docs/sandbox.md).
 const (
 	SandboxUser     = "sandbox"
 	SandboxUID      = 1000
@@ -45,11 +44,6 @@ func Init() {
 	}
 }
 
-// Run runs cfg.Args in a fresh sandbox and waits for it to end. It returns a
-// *ConfigError for an invalid cfg (nothing started), a *nsexec.SetupError
-// when the sandbox could not be built (the Result says setup_error), and
-// ctx.Err() when ctx ended the run. A program that failed, timed out or
-// could not be executed is a Result with a nil error.
 // launched is a sandbox whose setup is done: what Run supervises, or what
 // Start hands out. undo holds, in order, what to release at the end.
 type launched struct {
@@ -70,242 +64,6 @@ func (l *launched) close() {
 		l.undo[i]()
 	}
 	l.undo = nil
-}
-
-// launch builds the sandbox (a program's, or with session a long-lived
-// one) up to the program's start. On error everything made is released;
-// the Result says setup_error where there is one. An *nsexec.ExecError
-// comes back with the launched sandbox, for Run to report.
-func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Result, err error) {
-	cfg = cfg.withDefaults()
-	cfg.Seccomp = seccompFile(cfg.Seccomp, cfg.Cwd)
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	if cfg.OverlayKeep != "" {
-		cfg.Overlay = true
-		dir, err := checkKeepDir(cfg.OverlayKeep, cfg.Cwd)
-		if err != nil {
-			return nil, nil, err
-		}
-		cfg.OverlayKeep = dir
-	}
-	t0 := time.Now()
-	var steps []nsexec.StepTime
-	last := t0
-	mark := func(step string) {
-		now := time.Now()
-		steps = append(steps, nsexec.StepTime{Step: step, Us: now.Sub(last).Microseconds(), Side: "parent"})
-		last = now
-	}
-	userMounts, err := resolveMounts(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	mark("resolve-paths")
-	res = newResult(cfg)
-	l = &launched{cfg: cfg, res: res}
-	defer func() {
-		if err != nil && l != nil {
-			var execErr *nsexec.ExecError
-			if !errors.As(err, &execErr) {
-				l.close()
-				l = nil
-			}
-		}
-	}()
-	spec, err := buildSpec(cfg)
-	if err != nil {
-		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "plan-root", Msg: err.Error()})
-	}
-	mark("plan-root")
-	if policy := policyName(cfg); cfg.Log == LogVerbose && seccomp.Builtin(policy) != nil {
-		// Verbose: a listener decides the denials and counts them.
-		var prog seccomp.Program
-		if prog, err = seccomp.CompileNotify(seccomp.Builtin(policy)); err != nil {
-			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
-		}
-		spec.Seccomp, spec.SeccompNotify = []seccomp.Program{prog}, policy
-	} else if spec.Seccomp, err = seccompPrograms(policy); err != nil {
-		switch cfg.Seccomp {
-		case SeccompDefault, SeccompStrict:
-			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "compile-seccomp", Msg: err.Error()})
-		}
-		// A profile file that does not parse or compile is bad input.
-		return l, nil, &ConfigError{Key: "seccomp", Value: cfg.Seccomp, Reason: err.Error()}
-	}
-	mark("load-seccomp")
-	log := newLogger(cfg)
-	l.log, l.spec = log, spec
-	log.before(cfg)
-	for _, m := range userMounts {
-		mode := "read-only"
-		if m.rw {
-			mode = "read-write"
-		}
-		from := ""
-		if !strings.HasPrefix(m.value, m.src) {
-			from = fmt.Sprintf(" (resolved on the host from %s)", m.value)
-		}
-		log.v("Mount: %s at %s, %s%s", m.src, m.dst, mode, from)
-	}
-
-	if cfg.TTY {
-		// The program shares the terminal: it may take its foreground and
-		// set TOSTOP, and ward's next line on it would then stop ward (and
-		// with it the time limit). ward never reads the terminal.
-		signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
-	}
-	var sigs chan os.Signal
-	if cfg.ForwardSignals {
-		sigs = make(chan os.Signal, 8)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-		l.undo = append(l.undo, func() { signal.Stop(sigs) })
-		l.sigs = sigs
-	}
-
-	var stdout, stderr *capture
-	stdio := nsexec.Stdio{Stdin: cfg.Stdin, Stdout: cfg.Stdout, Stderr: cfg.Stderr}
-	if cfg.Capture {
-		stdout = &capture{limit: cfg.OutputLimit, tee: cfg.Stdout}
-		stderr = &capture{limit: cfg.OutputLimit, tee: cfg.Stderr}
-		stdio.Stdout, stdio.Stderr = stdout, stderr
-		l.stdout, l.stderr = stdout, stderr
-	}
-
-	// The cgroup exists before any process of the sandbox does; the
-	// program's process joins it before it runs any of its code.
-	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
-	if err != nil && os.Geteuid() != 0 {
-		// An unprivileged caller without a delegated cgroup: what a
-		// cgroup alone can hold is refused, or held per process.
-		if err = withoutCgroup(cfg, spec, res, err); err == nil {
-			cg = cgroup.None()
-		}
-	}
-	if err != nil {
-		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "create-cgroup", Errno: errnoOf(err), Msg: err.Error()})
-	}
-	l.cg = cg
-	mark("create-cgroup")
-	l.undo = append(l.undo, func() {
-		_ = cg.Kill()
-		if err := cg.Destroy(); err != nil && cfg.LogWriter != nil {
-			fmt.Fprintf(cfg.LogWriter, "ward: remove cgroup: %v (ward clean removes it later)\n", err)
-		}
-	})
-
-	procs, err := cg.OpenProcs()
-	if err != nil {
-		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-cgroup", Errno: errnoOf(err), Msg: err.Error()})
-	}
-	spec.CgroupFDs = len(procs)
-	mark("open-cgroup")
-	// The give-back is registered before anything is lent: whichever
-	// step fails from here on, a lent directory goes back to its owner.
-	opened := &openedMounts{}
-	l.undo = append(l.undo, func() {
-		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
-			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
-		}
-	})
-	if err := opened.open(userMounts, cfg.AllowSockets, 4+len(procs)); err != nil {
-		for _, f := range procs {
-			f.Close()
-		}
-		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-user-paths", Errno: errnoOf(err), Msg: err.Error()})
-	}
-	spec.UserMounts, spec.DenyPatterns = opened.mounts, cfg.DenyPatterns
-	lowers, notes, err := openOverlayLowers(spec.Plan, 4+len(procs)+len(opened.files))
-	if err != nil {
-		closeAll(procs)
-		opened.close()
-		return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-overlay", Errno: errnoOf(err), Msg: err.Error()})
-	}
-	l.undo = append(l.undo, func() { closeAll(lowers) })
-	for _, n := range notes {
-		log.v("Overlay: %s", n)
-	}
-	if cfg.OverlayKeep != "" {
-		keep, err := opened.openOverlayKeep(cfg.OverlayKeep)
-		if err != nil {
-			closeAll(procs)
-			opened.close()
-			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "open-overlay-keep", Errno: errnoOf(err), Msg: err.Error()})
-		}
-		l.undo = append(l.undo, func() { keep.Close() })
-		lowers = append(lowers, keep)
-		spec.OverlayKeepFD = 4 + len(procs) + len(opened.files) + len(lowers) - 1
-	}
-	mark("open-user-paths")
-	extra := append(opened.files, lowers...)
-	var proxy *netns.Proxy
-	if cfg.Network == NetworkProxy {
-		var ours, theirs *os.File
-		if proxy, ours, theirs, err = startProxy(cfg, log); err != nil {
-			closeAll(procs)
-			opened.close()
-			return l, nil, failSetupErr(res, &nsexec.SetupError{Step: "start-proxy", Errno: errnoOf(err), Msg: err.Error()})
-		}
-		l.undo = append(l.undo, func() { ours.Close(); theirs.Close() })
-		l.proxy = proxy
-		extra = append(extra, theirs)
-		spec.ProxyFD = 4 + len(procs) + len(extra) - 1
-		mark("start-proxy")
-	}
-	sb, err := nsexec.Start(spec, stdio, nsexec.Options{
-		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, CgroupProcs: procs, SourceFDs: extra, Session: session,
-	})
-	for _, f := range procs {
-		f.Close() // the init has its own copies
-	}
-	opened.close()
-	if spec.ProxyFD > 0 {
-		extra[len(extra)-1].Close() // the init's end: its EOF now means the init is gone
-	}
-	if err != nil {
-		return l, nil, failSetupErr(res, err)
-	}
-	l.sb = sb
-	l.undo = append(l.undo, func() { sb.Kill(); _, _ = sb.Wait() })
-	started := make(chan error, 1)
-	go func() { _, err := sb.WaitStarted(); started <- err }()
-	select {
-	case err = <-started:
-	case <-time.After(setupTimeout):
-		sb.Kill()
-		err = &nsexec.SetupError{Step: "setup", Msg: fmt.Sprintf("the sandbox was not ready after %s", setupTimeout)}
-	case <-ctx.Done():
-		sb.Kill()
-		err = ctx.Err()
-	}
-	res.SetupMs = map[string]float64{"total": ms(time.Since(t0))}
-	res.setupSteps = append(steps, sb.Steps...)
-	for _, st := range res.setupSteps {
-		res.SetupMs[st.Step] = float64(st.Us) / 1000
-	}
-	res.Layers = layers(spec, sb)
-	switch {
-	case err != nil:
-	case sb.LandlockNote != "":
-		log.v("Layers: %s (no Landlock: %s)", strings.Join(res.Layers, ", "), sb.LandlockNote)
-	default:
-		log.v("Layers: %s", strings.Join(res.Layers, ", "))
-	}
-	var execErr *nsexec.ExecError
-	switch {
-	case errors.As(err, &execErr):
-		return l, res, err
-	case err != nil:
-		sb.Kill()
-		_, _ = sb.Wait()
-		var se *nsexec.SetupError
-		if errors.As(err, &se) && se.Step == "enter-workdir" && (se.Errno == syscall.ENOENT || se.Errno == syscall.ENOTDIR) {
-			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
-		}
-		return l, nil, setupFailed(res, err)
-	}
-	return l, res, nil
 }
 
 // Run runs cfg.Args in a fresh sandbox and waits for it to end. It returns a
@@ -746,7 +504,7 @@ func rlimitCPU(d time.Duration) uint64 {
 // passedEnv are taken from the caller's environment (plus every WARD_*).
 var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TERM"}
 
-// sandboxEnv is DESIGN.md section 2's environment: the caller's PATH, LANG,
+// sandboxEnv is the sandbox's environment (docs/sandbox.md): the caller's PATH, LANG,
 // LC_ALL, TERM and WARD_*, then HOME, TMPDIR and USER, then extra ("K=V"
 // sets, "K" passes the caller's K if it has one). Later entries win.
 func sandboxEnv(extra, caller []string, home string, proxy bool) []string {

@@ -124,7 +124,7 @@ var procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "
 // devNodes are bound from the host's /dev; nothing else of it is visible.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
-// DefaultPlan is the root of the default profile (DESIGN.md section 2): a
+// DefaultPlan is the root of the default profile (docs/sandbox.md): a
 // read-only tmpfs holding read-only binds of the host's system directories,
 // a curated /etc, a new /proc, a minimal /dev and writable scratch tmpfs
 // /tmp and home. It reads the host (lstat, readlink) but changes nothing.

@@ -1,6 +1,6 @@
 package integration
 
-// The escape battery (DESIGN.md sections 2 and 6, issue 4): one small
+// The escape battery (docs/security.md): one small
 // program per attack under escape/, each run only inside the sandbox, each
 // printing one line "CONTAINED <case>: <how>" or "ESCAPED <case>: <what>".
 // Python probes go to `python3 - CASE ARG...` on stdin behind

@@ -37,7 +37,7 @@ var wardBin string
 
 func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
-		// DESIGN.md section 7: without root these tests skip, saying why.
+		// Without root these tests skip, saying why.
 		fmt.Println("integration: skipping every test: needs root (ward creates namespaces)")
 		os.Exit(m.Run())
 	}

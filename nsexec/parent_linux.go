@@ -39,17 +39,34 @@ type Stdio struct {
 type Options struct {
 	HostNetwork bool // share the host's network namespace
 	TTY         bool // keep the caller's session (no setsid)
-	// CgroupProcs are the sandbox cgroup's cgroup.procs files, opened for
-	// writing by this process: the program's process writes itself into
-	// each before it execs (spec.CgroupFDs must be len(CgroupProcs)).
-	CgroupProcs []*os.File
 	// Session starts a long-lived sandbox: no program; commands come with
 	// Exec.
 	Session bool
-	// SourceFDs are O_PATH fds of bind sources, inherited by the init after
-	// the CgroupProcs (fd 4+len(CgroupProcs)...), named by the plan's SrcFD.
-	SourceFDs []*os.File
+	// Files are the fds the init inherits past its protocol socket, as
+	// numbered by Files.Add: first the cgroup.procs files the program's
+	// process writes itself into (spec.CgroupFDs of them), then the
+	// sources the plan names by fd.
+	Files []*os.File
 }
+
+// firstFD is the first fd the init inherits past its protocol socket (3).
+const firstFD = 4
+
+// Files numbers the fds the init inherits: Add returns the number the
+// init sees the file as, so no number is computed anywhere else.
+type Files struct{ list []*os.File }
+
+// Add appends f and returns its fd in the init.
+func (fs *Files) Add(f *os.File) int {
+	fs.list = append(fs.list, f)
+	return firstFD + len(fs.list) - 1
+}
+
+// Next is the fd the next Add will return.
+func (fs *Files) Next() int { return firstFD + len(fs.list) }
+
+// List is the files in fd order.
+func (fs *Files) List() []*os.File { return fs.list }
 
 // Sandbox is a started init, seen from the parent.
 type Sandbox struct {
@@ -89,7 +106,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	child := os.NewFile(uintptr(fds[1]), "ward-child")
 	defer child.Close()
 
-	extra := append(append([]*os.File{child}, opt.CgroupProcs...), opt.SourceFDs...) // fd 3, then 4...
+	files := Files{list: append([]*os.File{}, opt.Files...)}
 	var execOurs *os.File
 	if opt.Session {
 		efds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -100,9 +117,9 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		execOurs = os.NewFile(uintptr(efds[0]), "ward-exec")
 		theirs := os.NewFile(uintptr(efds[1]), "ward-exec-init")
 		defer theirs.Close()
-		extra = append(extra, theirs)
-		spec.Session, spec.ExecFD = true, 3+len(extra)-1
+		spec.Session, spec.ExecFD = true, files.Add(theirs)
 	}
+	extra := append([]*os.File{child}, files.List()...) // fd 3, then firstFD...
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if !opt.HostNetwork {
@@ -112,7 +129,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	if !opt.Session {
 		// The init forks the program's process first thing, and tells it
 		// how many cgroup.procs fds to write (spawn_linux.c).
-		args = append(args, strconv.Itoa(len(opt.CgroupProcs)))
+		args = append(args, strconv.Itoa(spec.CgroupFDs))
 	}
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",

@@ -1,5 +1,5 @@
 // Command ward runs untrusted programs in a Linux sandbox. See
-// ../../README.md and DESIGN.md section 1 for the command line.
+// README.md and docs/cli.md for the command line.
 package main
 
 import (
