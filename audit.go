@@ -57,8 +57,10 @@ const (
 	auditReasonMax   = 128      // a network attempt's reason
 	auditListMax     = 16       // allow and deny patterns kept, each
 	auditPortsMax    = 64       // allowed ports kept
-	auditAttemptsMax = 32       // network attempts listed
+	auditAttemptsMax = 24       // network attempts listed
 	auditDenialsMax  = 64       // denied syscalls listed
+	auditSyscallMax  = 32       // a denied syscall's name
+	auditLayerMax    = 64       // a layer's name, 8 at most
 	auditMinLine     = 8 << 10  // what the last-resort cut keeps of argv
 	auditTimeFormat  = "2006-01-02T15:04:05.000000Z07:00"
 	auditRandomIDLen = 8     // bytes of a random sandbox id
@@ -407,12 +409,21 @@ func capAudit(r *AuditRecord) {
 		n.Ports, cut = n.Ports[:auditPortsMax:auditPortsMax], true
 	}
 	n.Truncated = n.Truncated || c1 || c2 || cut
-	if len(r.Layers) > 8 {
-		r.Layers = r.Layers[:8:8]
+	if r.Layers != nil {
+		r.Layers, _ = clipList(r.Layers, auditLayerMax, 8*auditLayerMax, 8)
 	}
 	if len(r.SyscallsDenied) > auditDenialsMax {
 		r.SyscallsDeniedOmitted += len(r.SyscallsDenied) - auditDenialsMax
-		r.SyscallsDenied = r.SyscallsDenied[:auditDenialsMax:auditDenialsMax]
+		r.SyscallsDenied = r.SyscallsDenied[:auditDenialsMax]
+	}
+	if r.SyscallsDenied != nil {
+		denied := make([]seccomp.Denial, len(r.SyscallsDenied))
+		for i, d := range r.SyscallsDenied {
+			d.Syscall, _ = clip(d.Syscall, auditSyscallMax)
+			d.Errno, _ = clip(d.Errno, auditSyscallMax)
+			denied[i] = d
+		}
+		r.SyscallsDenied = denied
 	}
 	attempts := r.NetworkAttempts
 	if len(attempts) > auditAttemptsMax {
