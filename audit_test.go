@@ -354,3 +354,23 @@ func TestAuditAppendsNeverInterleave(t *testing.T) {
 		t.Errorf("%d lines, want %d", n, writers*each)
 	}
 }
+
+// TestAuditWriteFailureIsAnAuditError: a line that cannot be written is
+// an *AuditError naming the file.
+func TestAuditWriteFailureIsAnAuditError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &auditLog{fd: fd, path: path}
+	defer a.close()
+	err = a.write(&AuditRecord{Kind: AuditRun})
+	var ae *AuditError
+	if !errors.As(err, &ae) || !errors.Is(err, syscall.EBADF) || !strings.HasPrefix(err.Error(), "audit-log: write "+path+": ") {
+		t.Errorf("got %v, want an AuditError naming %s", err, path)
+	}
+}

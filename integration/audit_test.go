@@ -12,11 +12,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"strconv"
 	"testing"
 	"time"
 
@@ -479,5 +480,45 @@ func testRootlessAuditLog(t *testing.T, u testUser) {
 	}
 	if lines[3]["sandbox"] != name || lines[3]["exit_code"] != float64(6) {
 		t.Errorf("the exec's line: %v", lines[3])
+	}
+}
+
+// TestAuditLogWriteFailureIs71: a line that cannot be written after the
+// program ran (here the file is past ward's RLIMIT_FSIZE: EFBIG, as on a
+// full disk) leaves the result and output in place and exits 71 naming
+// the file; --stdio-json answers that request with the error and runs no
+// more.
+func TestAuditLogWriteFailureIs71(t *testing.T) {
+	needRoot(t)
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skipf("no prlimit (util-linux) on this host: %v", err)
+	}
+	log := filepath.Join(t.TempDir(), "audit.log")
+	full := strings.Repeat("x", 2000) + "\n"
+	if err := os.WriteFile(log, []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runLimited := func(o opts, args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, prlimit, append([]string{"--fsize=1000", "--", wardBin}, args...)...)
+		cmd.Env = os.Environ()
+		if o.stdin != "" {
+			cmd.Stdin = strings.NewReader(o.stdin)
+		}
+		return runCmd(t, ctx, cmd, args)
+	}
+	r := runLimited(opts{}, "run", "--audit-log="+log, "--json", "--", "echo", "hi")
+	if r.code != 71 || !strings.Contains(r.stderr, "ward: audit-log: write "+log+": file too large") || !strings.Contains(r.stdout, `"stdout": "hi\n"`) {
+		t.Errorf("want 71 naming the file, after the result\n%s", r)
+	}
+	r = runLimited(opts{stdin: `{"args":["echo","first"]}` + "\n" + `{"args":["echo","second"]}` + "\n"}, "run", "--stdio-json", "--audit-log="+log)
+	if r.code != 71 || strings.Contains(r.stdout, "second") || !strings.Contains(r.stdout, `"error":"audit-log: write `+log) || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("--stdio-json: want one error answer, then 71\n%s", r)
+	}
+	if b, _ := os.ReadFile(log); string(b) != full {
+		t.Errorf("the log changed: %d bytes", len(b))
 	}
 }

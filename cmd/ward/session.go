@@ -85,7 +85,7 @@ func newStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start --name=NAME [run flags]",
 		Short: "Start a long-lived sandbox and return once it is ready",
-		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work
+		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work --audit-log=/var/log/ward/agent.jsonl
   ward exec agent -- sh -c 'echo hi > /tmp/x'
   ward exec agent -- cat /tmp/x
   ward ps
@@ -540,7 +540,10 @@ func newExecCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec NAME [--time-limit=D] -- COMMAND [ARG...]",
 		Short: "Run a command in a long-lived sandbox, with this terminal's streams",
-		Args:  cobra.MinimumNArgs(2),
+		Long: `Run a command in a long-lived sandbox, with this terminal's streams.
+A sandbox started with --audit-log logs every command run in it there, one line
+each (docs/audit.md); ward exec cannot turn that off.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, command := args[0], args[1:]
 			if len(command) > 0 && command[0] == "--" {
