@@ -181,6 +181,18 @@ type Config struct {
 	Seccomp string
 	// Profile names the profile these values came from (for logs/reports).
 	Profile string
+	// AuditLog is a file (relative: to Cwd) that gets one JSON line per
+	// execution: each Run, each Exec of a sandbox from Start, and a Start
+	// whose setup failed (docs/audit.md). It is created 0600; when it
+	// cannot be opened nothing runs. Empty: no audit log.
+	AuditLog string
+	// Name names the sandbox in the audit log (ward start --name); empty
+	// means a random id per sandbox.
+	Name string
+	// Caller is who asked for the sandbox, for the audit log; nil means
+	// this process (its uid and pid). A supervisor that starts sandboxes
+	// for other processes sets it to theirs.
+	Caller *Caller `json:"-"`
 	// Cwd is the directory the host paths above (and a seccomp profile
 	// file) are relative to; empty means this process's working directory.
 	// CallerEnv is the environment the sandbox's allow-listed variables
@@ -389,6 +401,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutputLimit < 0 {
 		return &ConfigError{Key: "output-limit", Value: fmt.Sprint(c.OutputLimit), Reason: "must not be negative"}
+	}
+	if strings.ContainsRune(c.AuditLog, 0) {
+		return &ConfigError{Key: "audit-log", Value: c.AuditLog, Reason: "want a file name"}
 	}
 	for _, e := range c.Env {
 		k, _, _ := strings.Cut(e, "=")

@@ -25,6 +25,7 @@ type limitKeys struct {
 	CPULimit        *int    `toml:"cpu_limit"`
 	FileDescriptors *int    `toml:"file_descriptors"`
 	Processes       *int    `toml:"processes"`
+	AuditLog        *string `toml:"audit_log"`
 }
 
 type networkKeys struct {
@@ -119,6 +120,7 @@ type Layer struct {
 	Seccomp                              *string
 	Limits                               *string
 	AllowNested                          *bool
+	AuditLog                             *string
 	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
 	Scratch [3]struct {
 		Size  *int64
@@ -154,7 +156,7 @@ func (e *FileError) Error() string {
 // knownKeys are every key the schema has, for "did you mean".
 var knownKeys = []string{"limits", "allow_nested", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
 	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
-	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
+	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "audit_log", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
 
 // LoadFile reads a config file strictly: invalid TOML (file:line:col), an
 // unknown key (with the nearest known one), a wrong type or a bad value is
@@ -242,6 +244,13 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 		return l, fmt.Errorf("limits: %q: want strict or best-effort", *p.Limits)
 	}
 	l.Limits, l.AllowNested = p.Limits, p.AllowNested
+	if p.AuditLog != nil {
+		a := *p.AuditLog // "" turns a lower layer's off
+		if a != "" && !filepath.IsAbs(a) {
+			a = filepath.Join(dir, a)
+		}
+		l.AuditLog = &a
+	}
 	// Nested tables first, flattened keys over them.
 	net, fs := networkKeys{}, filesystemKeys{}
 	if p.Network != nil {
@@ -501,6 +510,7 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
 	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
 	set("allow_nested", l.AllowNested != nil, func() { c.AllowNested = *l.AllowNested })
+	set("audit_log", l.AuditLog != nil, func() { c.AuditLog = *l.AuditLog })
 	for i, d := range c.scratchDirs() {
 		sc := l.Scratch[i]
 		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })

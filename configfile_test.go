@@ -175,3 +175,36 @@ func TestScratchAboveMemoryLimitRefused(t *testing.T) {
 		t.Errorf("a size equal to the memory limit: %v", err)
 	}
 }
+
+// TestAuditLogKey: audit_log is relative to the file, a profile may set
+// another, and "" turns a lower layer's off.
+func TestAuditLogKey(t *testing.T) {
+	f, err := ParseFile("/proj/ward.toml", []byte(`[sandbox]
+audit_log = "logs/audit.jsonl"
+[sandbox.profiles.elsewhere]
+audit_log = "/var/log/ward.jsonl"
+[sandbox.profiles.off]
+audit_log = ""
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ profile, want string }{{"", "/proj/logs/audit.jsonl"}, {"elsewhere", "/var/log/ward.jsonl"}, {"off", ""}} {
+		var c Config
+		explain := map[string]string{}
+		f.Sandbox.Apply(&c, explain)
+		if tc.profile != "" {
+			p, err := f.Profile(tc.profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Apply(&c, explain)
+		}
+		if c.AuditLog != tc.want || explain["audit_log"] == "" {
+			t.Errorf("profile %q: audit_log %q (from %q), want %q", tc.profile, c.AuditLog, explain["audit_log"], tc.want)
+		}
+	}
+	if _, err := ParseFile("/proj/ward.toml", []byte("[sandbox]\naudit_logs = \"x\"\n")); err == nil || !strings.Contains(err.Error(), "did you mean audit_log?") {
+		t.Errorf("a misspelt key: %v", err)
+	}
+}

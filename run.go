@@ -71,7 +71,41 @@ func (l *launched) close() {
 // sandbox could not be built (the Result says setup_error), and ctx.Err()
 // when ctx ended the run. A program that failed, timed out or could not be
 // executed is a Result with a nil error.
+//
+// With cfg.AuditLog, the log is opened before anything is built (a
+// *SetupError of step "audit-log" if it cannot be, and nothing runs) and
+// gets one line for the run, setup failures included (not for an invalid
+// cfg); a line that cannot be written is an *AuditError returned with the
+// Result.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.AuditLog == "" {
+		return runOnce(ctx, cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	full := cfg.withDefaults()
+	audit, err := openAuditLog(auditPath(full))
+	if err != nil {
+		err = failSetupErr(newResult(full), err)
+		return failedResult(err), err
+	}
+	defer audit.close()
+	res, err := runOnce(ctx, cfg)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return res, err // bad input: nothing ran, no line
+	}
+	e := auditEntry{kind: AuditRun, cfg: full, sandbox: sandboxLabel(full), argv: full.Args, workdir: full.Workdir,
+		caller: full.Caller, started: started, res: res, err: err, limits: newResult(full).Limits}
+	if werr := audit.write(e.record()); werr != nil {
+		return res, errors.Join(err, werr)
+	}
+	return res, err
+}
+
+func runOnce(ctx context.Context, cfg Config) (*Result, error) {
 	l, res, err := launch(ctx, cfg, false)
 	var execErr *nsexec.ExecError
 	var se *SetupError

@@ -2,6 +2,7 @@ package ward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardbox/ward/netns"
 	"github.com/wardbox/ward/nsexec"
 )
 
@@ -25,6 +27,9 @@ type Command struct {
 	Stdout, Stderr io.Writer
 	// TimeLimit ends this command only (0: none).
 	TimeLimit time.Duration
+	// Caller is who asked for the command, for the audit log; nil means
+	// the sandbox's Config.Caller, else this process.
+	Caller *Caller
 }
 
 // Sandbox is a long-lived sandbox: namespaces, cgroup, root and network
@@ -34,21 +39,50 @@ type Sandbox struct {
 	l      *launched
 	nextID atomic.Int64
 	once   sync.Once
+	label  string // its name or id in the audit log
+	audit  string // the audit log's path; "" for none
 }
 
 // Start builds a sandbox from cfg (cfg.Args is ignored) that stays up
-// until Close. ctx bounds the setup only.
+// until Close. ctx bounds the setup only. With cfg.AuditLog, the log is
+// opened first (a *SetupError of step "audit-log" if it cannot be, and
+// nothing is built), a setup failure gets a line, and so does every Exec.
 func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 	cfg.Args = []string{"ward-session"} // none runs; Validate wants one
 	cfg.ForwardSignals, cfg.Capture = false, false
+	var audit *auditLog
+	started, full := time.Now(), cfg.withDefaults()
+	if cfg.AuditLog != "" {
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		var err error
+		if audit, err = openAuditLog(auditPath(full)); err != nil {
+			return nil, err
+		}
+		defer audit.close()
+	}
+	label := sandboxLabel(full)
 	l, res, err := launch(ctx, cfg, true)
 	if err != nil {
 		if res != nil && l != nil {
 			l.close()
 		}
+		var ce *ConfigError
+		if audit != nil && !errors.As(err, &ce) {
+			e := auditEntry{kind: AuditStart, cfg: full, sandbox: label, argv: []string{}, workdir: full.Workdir,
+				caller: full.Caller, started: started, err: err, limits: newResult(full).Limits}
+			if werr := audit.write(e.record()); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}
 		return nil, err
 	}
-	return &Sandbox{l: l}, nil
+	s := &Sandbox{l: l, label: label}
+	if audit != nil {
+		s.audit = audit.path
+	}
+	return s, nil
 }
 
 // Close kills everything inside and removes all state (cgroup, mounts,
@@ -61,11 +95,74 @@ func (s *Sandbox) Close() error {
 // Exec runs c in the sandbox and waits for it. A command that failed, ran
 // out of time or could not be executed is a Result (see Result.Err);
 // ctx's end kills the command and returns ctx.Err().
+//
+// In a sandbox with an audit log, the log is opened before the command
+// runs (a *SetupError of step "audit-log" if it cannot be, and it does not
+// run) and gets one line for it, failures included; a line that cannot be
+// written is an *AuditError returned with the Result.
 func (s *Sandbox) Exec(ctx context.Context, c Command) (*Result, error) {
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return nil, &ConfigError{Key: "command", Value: "", Reason: "no command given"}
 	}
 	id := int(s.nextID.Add(1))
+	if s.audit == "" {
+		return s.exec(ctx, c, id)
+	}
+	audit, err := openAuditLog(s.audit)
+	if err != nil {
+		return nil, err
+	}
+	defer audit.close()
+	started, mark := time.Now(), s.networkMark()
+	res, err := s.exec(ctx, c, id)
+	cfg := s.l.cfg
+	e := auditEntry{kind: AuditExec, cfg: cfg, sandbox: s.label, execID: id, argv: c.Args, workdir: c.Dir,
+		caller: cfg.Caller, started: started, res: res, err: err, limits: s.l.res.Limits, layers: s.l.res.Layers}
+	if c.Caller != nil {
+		e.caller = c.Caller
+	}
+	if e.workdir == "" {
+		e.workdir = s.l.spec.Dir
+	}
+	e.attempts, e.dropped, e.dropSum = s.networkSince(mark)
+	if werr := audit.write(e.record()); werr != nil {
+		return res, errors.Join(err, werr)
+	}
+	return res, err
+}
+
+// networkMark is where the proxy's record of network attempts stands.
+type networkMark struct {
+	events  int
+	dropped netns.Dropped
+}
+
+func (s *Sandbox) networkMark() networkMark {
+	if s.l.proxy == nil {
+		return networkMark{}
+	}
+	return networkMark{events: len(s.l.proxy.Events()), dropped: s.l.proxy.Dropped()}
+}
+
+// networkSince is the network attempts made in the sandbox since m (by
+// any of its processes: commands running at the same time share them),
+// and those the proxy only counted.
+func (s *Sandbox) networkSince(m networkMark) (events []NetworkEvent, dropped int, sum NetworkDropped) {
+	events = []NetworkEvent{}
+	if s.l.proxy == nil {
+		return events, 0, sum
+	}
+	all, d := s.l.proxy.Events(), s.l.proxy.Dropped()
+	for _, ev := range all[min(m.events, len(all)):] {
+		events = append(events, NetworkEvent(ev))
+	}
+	sum = NetworkDropped{Allowed: d.Allowed - m.dropped.Allowed, Blocked: d.Blocked - m.dropped.Blocked,
+		BytesUp: d.BytesUp - m.dropped.BytesUp, BytesDown: d.BytesDown - m.dropped.BytesDown}
+	return events, d.Events - m.dropped.Events, sum
+}
+
+// exec is Exec without the audit log.
+func (s *Sandbox) exec(ctx context.Context, c Command, id int) (*Result, error) {
 	res := &Result{Network: []NetworkEvent{}, Limits: s.l.res.Limits}
 	if c.TimeLimit > 0 {
 		res.Limits.TimeLimitMs = ptr(c.TimeLimit.Milliseconds())

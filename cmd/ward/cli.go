@@ -79,6 +79,7 @@ type runFlags struct {
 	outputLimit     string
 	sandboxLog      string
 	tty             bool
+	auditLog        string
 }
 
 func newRunCmd() *cobra.Command {
@@ -185,6 +186,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.outputLimit, "output-limit", "1M", "most bytes kept of each captured stream")
 	fl.StringVar(&f.sandboxLog, "sandbox-log", ward.LogNormal, "what ward prints on stderr: quiet, normal or verbose")
 	fl.BoolVar(&f.tty, "tty", false, "let the program use the caller's terminal (only when stdin is a tty)")
+	fl.StringVar(&f.auditLog, "audit-log", "", "append one JSON line per execution to FILE (created 0600; never the program's output or environment; docs/audit.md); if it cannot be opened nothing runs (exit 71)")
 }
 
 // scratchFlagDirs are the scratch tmpfs mounts whose size and file count
@@ -232,6 +234,7 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 		Stderr:          os.Stderr,
 		LogWriter:       os.Stderr,
 		TTY:             f.tty && term.IsTerminal(int(os.Stdin.Fd())),
+		AuditLog:        f.auditLog,
 	}
 	if f.timeLimit != "" {
 		d, err := ward.ParseDuration(f.timeLimit)
@@ -348,6 +351,8 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		return err
 	}
 	var se *nsexec.SetupError
+	var ae *ward.AuditError
+	errors.As(err, &ae)
 	if errors.As(err, &se) {
 		fmt.Fprintf(os.Stderr, "ward: %v\n", se)
 	} else if res.Error != nil && (res.WardExitCode == ward.ExitNotFound || res.WardExitCode == ward.ExitNotExecutable) {
@@ -370,6 +375,10 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 	}
 	if f.json {
 		_, _ = os.Stdout.Write(out)
+	}
+	if ae != nil {
+		// The run is not on record: ward's failure, whatever the program did.
+		return &exitError{code: ward.ExitSetup, msg: ae.Error()}
 	}
 	return &exitError{code: res.WardExitCode}
 }

@@ -44,6 +44,7 @@ var layeredFlags = []struct {
 	{"tmp-files", "tmp_files", func(d *ward.Config, s ward.Config) { d.Tmp.Files = s.Tmp.Files }},
 	{"home-files", "home_files", func(d *ward.Config, s ward.Config) { d.Home.Files = s.Home.Files }},
 	{"shm-files", "shm_files", func(d *ward.Config, s ward.Config) { d.Shm.Files = s.Shm.Files }},
+	{"audit-log", "audit_log", func(d *ward.Config, s ward.Config) { d.AuditLog = s.AuditLog }},
 }
 
 // findConfigFile is --config, else ./ward.toml, else /etc/ward/ward.toml,

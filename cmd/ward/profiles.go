@@ -138,6 +138,9 @@ func effectiveTOML(name string, c ward.Config, explain map[string]string) string
 		fmt.Fprintf(&b, "# file_descriptors not set: soft %d, hard %d (the program may raise its soft limit)\n", soft, hard)
 	}
 	fmt.Fprintf(&b, "processes = %d%s\n", procs, src("processes"))
+	if c.AuditLog != "" {
+		fmt.Fprintf(&b, "audit_log = %q%s\n", c.AuditLog, src("audit_log"))
+	}
 	fmt.Fprintf(&b, "\n[sandbox.network]\nallow_domains = %s%s\n", q(c.AllowNetwork), src("allow_network"))
 	if len(c.AllowPorts) > 0 {
 		fmt.Fprintf(&b, "allow_ports = %v%s\n", strings.ReplaceAll(fmt.Sprint(c.AllowPorts), " ", ", "), src("allow_ports"))

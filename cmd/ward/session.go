@@ -85,7 +85,7 @@ func newStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start --name=NAME [run flags]",
 		Short: "Start a long-lived sandbox and return once it is ready",
-		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work
+		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work --audit-log=/var/log/ward/agent.jsonl
   ward exec agent -- sh -c 'echo hi > /tmp/x'
   ward exec agent -- cat /tmp/x
   ward ps
@@ -113,6 +113,7 @@ func newStartCmd() *cobra.Command {
 				return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("start: the current directory: %v", err)}
 			}
 			cfg.CallerEnv = os.Environ()
+			cfg.Name = name // the audit log's name for it
 			cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.LogWriter = nil, nil, nil, nil
 			if err := startShared(name, cfg); err != nil {
 				return err
@@ -347,6 +348,7 @@ func (s *supervisor) serveStart(c net.Conn) {
 	s.sessions[req.Name] = nil
 	s.mu.Unlock()
 
+	req.Config.Caller = peerCaller(c) // the audit log's caller: ward start's
 	ss, err := s.start(req.Name, req.Config)
 	if err != nil {
 		code := ward.ExitSetup
@@ -469,13 +471,43 @@ func serveClient(c *net.UnixConn, sb *ward.Sandbox, name string, started time.Ti
 			_, _ = io.Copy(io.Discard, c)
 			cancel()
 		}()
-		res, err := sb.Exec(ctx, ward.Command{Args: req.Args, Env: req.Env, Dir: req.Dir, Stdin: files[0], Stdout: files[1], Stderr: files[2], TimeLimit: tl})
+		res, err := sb.Exec(ctx, ward.Command{Args: req.Args, Env: req.Env, Dir: req.Dir, Stdin: files[0], Stdout: files[1], Stderr: files[2], TimeLimit: tl,
+			Caller: peerCaller(c)})
+		var ae *ward.AuditError
+		if res != nil && errors.As(err, &ae) {
+			_ = enc.Encode(auditedReply{Result: res, AuditError: ae.Error()})
+			return
+		}
 		if err != nil {
 			_ = enc.Encode(map[string]string{"error": err.Error()})
 			return
 		}
 		_ = enc.Encode(res)
 	}
+}
+
+// auditedReply is an exec's result whose audit line could not be written.
+type auditedReply struct {
+	*ward.Result
+	AuditError string `json:"audit_error,omitempty"`
+}
+
+// peerCaller is the process at the other end of c (SO_PEERCRED: as it
+// was when it connected), for the audit log; nil if unknown.
+func peerCaller(c net.Conn) *ward.Caller {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var cred *unix.Ucred
+	if cerr := rc.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); cerr != nil || err != nil {
+		return nil
+	}
+	return &ward.Caller{UID: int(cred.Uid), PID: int(cred.Pid)}
 }
 
 // call sends one request (with fds) to sandbox name's supervisor and
@@ -508,7 +540,10 @@ func newExecCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec NAME [--time-limit=D] -- COMMAND [ARG...]",
 		Short: "Run a command in a long-lived sandbox, with this terminal's streams",
-		Args:  cobra.MinimumNArgs(2),
+		Long: `Run a command in a long-lived sandbox, with this terminal's streams.
+A sandbox started with --audit-log logs every command run in it there, one line
+each (docs/audit.md); ward exec cannot turn that off.`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, command := args[0], args[1:]
 			if len(command) > 0 && command[0] == "--" {
@@ -533,7 +568,6 @@ func newExecCmd() *cobra.Command {
 			if _, ok := alive(name); !ok {
 				return fmt.Errorf("exec: no running sandbox %q (see ward ps)", name)
 			}
-			var res ward.Result
 			var errResp struct {
 				Error *string `json:"error"`
 			}
@@ -554,11 +588,20 @@ func newExecCmd() *cobra.Command {
 			if json.Unmarshal(raw, &errResp) == nil && errResp.Error != nil && !strings.Contains(string(raw), `"status"`) {
 				return &exitError{code: ward.ExitSetup, msg: *errResp.Error}
 			}
-			if err := json.Unmarshal(raw, &res); err != nil {
+			var audited auditedReply
+			if err := json.Unmarshal(raw, &audited); err != nil {
 				return &exitError{code: ward.ExitSetup, msg: err.Error()}
+			}
+			res := audited.Result
+			if res == nil {
+				return &exitError{code: ward.ExitSetup, msg: "exec: no result from the supervisor"}
 			}
 			if res.Error != nil && res.Status != ward.StatusExited {
 				fmt.Fprintf(os.Stderr, "ward: %s\n", *res.Error)
+			}
+			if audited.AuditError != "" {
+				// The command is not on record: ward's failure.
+				return &exitError{code: ward.ExitSetup, msg: audited.AuditError}
 			}
 			return &exitError{code: res.WardExitCode}
 		},

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -26,6 +27,9 @@ type jsonRequest struct {
 // and writes one result line per request on out; a malformed line gets an
 // error object and the next line is read.
 func serveStdioJSON(ctx context.Context, cfg ward.Config, in io.Reader, out io.Writer) error {
+	if err := ward.CheckAuditLog(cfg); err != nil {
+		return err // fail closed: nothing runs without its record
+	}
 	sb, err := ward.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -71,6 +75,11 @@ func serveStdioJSON(ctx context.Context, cfg ward.Config, in io.Reader, out io.W
 		stderr := &limited{max: cfg.OutputLimit}
 		c.Stdout, c.Stderr = stdout, stderr
 		res, err := sb.Exec(ctx, c)
+		if unrecorded := auditFailure(err); unrecorded != nil {
+			// It ran but is not on record: no result, and no more requests.
+			_ = enc.Encode(map[string]string{"error": unrecorded.Error()})
+			return unrecorded
+		}
 		if err != nil {
 			_ = enc.Encode(map[string]string{"error": err.Error()})
 			continue
@@ -81,6 +90,16 @@ func serveStdioJSON(ctx context.Context, cfg ward.Config, in io.Reader, out io.W
 		_ = enc.Encode(res)
 	}
 	return sc.Err()
+}
+
+// auditFailure is err's *ward.AuditError (the request ran, its audit line
+// could not be written), else nil. The audit line itself is the library's.
+func auditFailure(err error) error {
+	var ae *ward.AuditError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return nil
 }
 
 // limited keeps the first max bytes written.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/wardbox/ward"
 	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/seccomp"
 )
@@ -17,6 +18,9 @@ import (
 // version and commit are set at build time (-ldflags "-X main.version=...
 // -X main.commit=...", see the Makefile).
 var version, commit = "dev", ""
+
+// The audit log records this build's version.
+func init() { ward.Version = version }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{

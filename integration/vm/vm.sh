@@ -221,6 +221,8 @@ build_initramfs() {
 	if [ -z "$VM_SMOKE" ]; then
 		cp "$VM_OUT/integration.test" "$STAGE/ward/integration/integration.test"
 		[ -d "$ROOT/integration/testdata" ] && cp -a "$ROOT/integration/testdata" "$STAGE/ward/integration/"
+		# The schemas the tests validate against (docs/audit.schema.json), at ../docs.
+		mkdir -p "$STAGE/ward/docs" && cp "$ROOT"/docs/*.json "$STAGE/ward/docs/"
 		cp -a "$VM_OUT/corpus" "$STAGE/ward/corpus"
 	fi
 	[ -d "$ROOT/examples" ] && cp -a "$ROOT/examples" "$STAGE/ward/"
