@@ -388,8 +388,10 @@ func newCleanCmd() *cobra.Command {
 		Use:   "clean",
 		Short: "Remove what sandboxes of a ward that died left behind (cgroups, /run/ward state)",
 		Long: `Remove the cgroups of sandboxes whose ward was killed (SIGKILL, a crash):
-every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone.
-Each ward run also does this before it starts.`,
+every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone
+(no such pid, a zombie not yet reaped, or a pid reused by something else), and
+the state of long-lived sandboxes whose supervisor is gone.
+Each ward run also removes such cgroups before it starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states := cleanStates()
