@@ -22,6 +22,8 @@ import (
 	"time"
 
 	cgroups "github.com/containerd/cgroups/v3"
+
+	"github.com/wardbox/ward/internal/procstat"
 )
 
 // Prefix starts the name of every cgroup ward creates: ward-<pid>-<random>,
@@ -119,9 +121,10 @@ func New(r Resources) (Manager, error) {
 func stale(name string) bool { return (&sweep{thorough: true}).stale(name) }
 
 // sweep decides, once per name, which of ward's cgroups are stale. The
-// sweep at every sandbox's start is quick: a dead pid only, one kill(pid,
-// 0) per supervising ward however many hierarchies list it, so that a
-// hundred live sandboxes cost a sandbox's start little. ward clean is
+// sweep at every sandbox's start is quick: a dead pid only (gone, or a
+// zombie its parent has not reaped), one kill(pid, 0) and one read of its
+// /proc stat per supervising ward however many hierarchies list it, so
+// that a hundred live sandboxes cost a sandbox's start little. ward clean is
 // thorough: a live pid that is not a ward (the pid was reused) is stale
 // too.
 type sweep struct {
@@ -158,7 +161,8 @@ func (s *sweep) decide(name string) bool {
 	if pid == os.Getpid() {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && errors.Is(err, syscall.ESRCH) {
+	if procstat.Dead(pid) {
+		// Gone, or a zombie not yet reaped: its sandboxes are gone too.
 		return true
 	}
 	if !s.thorough {

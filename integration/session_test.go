@@ -102,6 +102,9 @@ func TestCleanRemovesAKilledSupervisorsState(t *testing.T) {
 	}
 }
 
+// TestStdioJSONProtocol: with --session every request runs in one shared
+// sandbox (request 3 reads what request 1 wrote); a bad line gets an error
+// object and the next one is read.
 func TestStdioJSONProtocol(t *testing.T) {
 	in := strings.Join([]string{
 		`{"args":["sh","-c","echo $FOO > /tmp/f; echo wrote"],"env":{"FOO":"bar"}}`,
@@ -111,7 +114,7 @@ func TestStdioJSONProtocol(t *testing.T) {
 		`{"args":["sleep","10"],"time_limit":"200ms"}`,
 		`{"args":[],"stdin":"x"}`,
 	}, "\n") + "\n"
-	r := run(t, opts{stdin: in}, "run", "--stdio-json")
+	r := run(t, opts{stdin: in}, "run", "--stdio-json", "--session")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r)
 	}

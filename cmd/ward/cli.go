@@ -84,6 +84,7 @@ type runFlags struct {
 
 func newRunCmd() *cobra.Command {
 	var f runFlags
+	var session bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] [--] COMMAND [ARG...]",
 		Short: "Run one program in a fresh sandbox",
@@ -101,8 +102,15 @@ func newRunCmd() *cobra.Command {
   ward run --json --output-limit=64K -- sh -c 'ls /'
   ward run --report=result.json --meta=meta.txt --sandbox-log=verbose -- ./build.sh
   # config file and profiles
-  ward run --config=simple.toml --profile=testing --explain -- ./tests`,
+  ward run --config=simple.toml --profile=testing --explain -- ./tests
+  # one JSON request per line on stdin, one result per line: a fresh sandbox each
+  echo '{"args":["sh","-c","cat; echo $K"],"stdin":"hi ","env":{"K":"V"},"time_limit":"5s"}' | ward run --stdio-json
+  # ... or one shared sandbox for all of them
+  ward run --stdio-json --session < requests.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if session && !f.stdioJSON {
+				return errors.New("--session: only with --stdio-json (every request then runs in one shared sandbox)")
+			}
 			if f.stdioJSON && len(args) == 0 {
 				args = []string{"ward-session"} // the commands come on stdin
 			}
@@ -122,7 +130,7 @@ func newRunCmd() *cobra.Command {
 				if ctx == nil {
 					ctx = context.Background()
 				}
-				if err := serveStdioJSON(ctx, cfg, os.Stdin, os.Stdout); err != nil {
+				if err := serveStdioJSON(ctx, cfg, session, os.Stdin, os.Stdout); err != nil {
 					return &exitError{code: ward.ExitSetup, msg: err.Error()}
 				}
 				return nil
@@ -133,6 +141,7 @@ func newRunCmd() *cobra.Command {
 	// Everything after COMMAND belongs to COMMAND.
 	cmd.Flags().SetInterspersed(false)
 	bindRunFlags(cmd.Flags(), &f)
+	cmd.Flags().BoolVar(&session, "session", false, "with --stdio-json: run every request in one shared sandbox that lives until EOF (files and processes of one request stay for the next)")
 	return cmd
 }
 
@@ -144,7 +153,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile: bare --sandbox is the default profile, --sandbox=NAME picks one (simple run passes it through)")
 	// A bare --sandbox never takes the next argument as its value.
 	fl.Lookup("sandbox").NoOptDefVal = "default"
-	fl.BoolVar(&f.stdioJSON, "stdio-json", false, "read one JSON request per line on stdin ({\"args\":[...],\"stdin\":\"...\",\"env\":{},\"time_limit\":\"5s\"}), run each in one sandbox, write one result per line")
+	fl.BoolVar(&f.stdioJSON, "stdio-json", false, "read one JSON request per line on stdin ({\"args\":[...],\"stdin\":\"...\",\"env\":{},\"time_limit\":\"5s\",\"dir\":\"/tmp\",\"workspace\":\"DIR\"}), run each in a fresh sandbox (ended with its program, whatever it left running), write one result per line in request order")
 	fl.BoolVar(&f.explain, "explain", false, "print where each effective setting came from (default, file, profile or flag)")
 	fl.StringVar(&f.timeLimit, "time-limit", "", "wall-clock limit (100ms, 5s, 2m); exit 124 when exceeded")
 	fl.StringVar(&f.cpuTimeLimit, "cpu-time-limit", "", "CPU time of the whole sandbox, all processes (1s, 500ms); exit 124 when exceeded")
@@ -388,8 +397,10 @@ func newCleanCmd() *cobra.Command {
 		Use:   "clean",
 		Short: "Remove what sandboxes of a ward that died left behind (cgroups, /run/ward state)",
 		Long: `Remove the cgroups of sandboxes whose ward was killed (SIGKILL, a crash):
-every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone.
-Each ward run also does this before it starts.`,
+every ward-<pid>-* cgroup under this process's own cgroups whose ward is gone
+(no such pid, a zombie not yet reaped, or a pid reused by something else), and
+the state of long-lived sandboxes whose supervisor is gone.
+Each ward run also removes such cgroups before it starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			states := cleanStates()

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardbox/ward"
+	"github.com/wardbox/ward/internal/procstat"
 )
 
 // StateDir holds one directory per long-lived sandbox (mode 0700, its
@@ -44,7 +45,10 @@ func checkName(name string) error {
 
 func stateOf(name string) string { return filepath.Join(StateDir, name) }
 
-// alive reports whether the sandbox name has a live supervisor.
+// alive reports whether the sandbox name has a live supervisor: its pid
+// runs (a zombie, dead but not yet reaped, does not), is still the process
+// that wrote the state (the start time it recorded there; a later process
+// may have the pid), and is a ward.
 func alive(name string) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(stateOf(name), "pid"))
 	if err != nil {
@@ -54,8 +58,13 @@ func alive(name string) (int, bool) {
 	if err != nil || pid <= 0 {
 		return 0, false
 	}
-	if syscall.Kill(pid, 0) != nil {
+	if procstat.Dead(pid) {
 		return pid, false
+	}
+	if want, err := os.ReadFile(filepath.Join(stateOf(name), "starttime")); err == nil {
+		if st, err := procstat.Read(pid); err == nil && strconv.FormatUint(st.StartTime, 10) != strings.TrimSpace(string(want)) {
+			return pid, false
+		}
 	}
 	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return pid, strings.HasPrefix(strings.TrimSpace(string(comm)), "ward")
@@ -382,7 +391,7 @@ func (s *supervisor) start(name string, cfg ward.Config) (*session, error) {
 	}
 	ln, err := net.Listen("unix", filepath.Join(dir, "sock"))
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600)
+		err = writeOwner(dir)
 	}
 	if err != nil {
 		sb.Close()
@@ -408,6 +417,20 @@ func (s *supervisor) start(name string, cfg ward.Config) (*session, error) {
 		s.forget(name)
 	}()
 	return ss, nil
+}
+
+// writeOwner records the supervisor in a sandbox's state directory: its
+// start time (which tells it from a later process with its pid), then its
+// pid, which alive() reads first.
+func writeOwner(dir string) error {
+	self, err := procstat.Self()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "starttime"), []byte(strconv.FormatUint(self.StartTime, 10)), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(os.Getpid())), 0o600)
 }
 
 // forget drops a session; the supervisor exits with its last one.
@@ -682,7 +705,7 @@ func newStopCmd() *cobra.Command {
 			// pid alone would not do: as a zombie waiting for its parent to
 			// reap it, it still answers kill(pid, 0).)
 			for i := 0; i < 2000; i++ {
-				if _, err := os.Stat(stateOf(name)); os.IsNotExist(err) || syscall.Kill(pid, 0) != nil {
+				if _, err := os.Stat(stateOf(name)); os.IsNotExist(err) || procstat.Dead(pid) {
 					return nil
 				}
 				time.Sleep(time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wardbox/ward"
 )
@@ -21,85 +22,248 @@ type jsonRequest struct {
 	Env       map[string]string `json:"env"`
 	TimeLimit string            `json:"time_limit"`
 	Dir       string            `json:"dir"`
+	Workspace string            `json:"workspace"`
 }
 
-// serveStdioJSON runs every request line of in, in one sandbox of cfg,
-// and writes one result line per request on out; a malformed line gets an
-// error object and the next line is read.
-func serveStdioJSON(ctx context.Context, cfg ward.Config, in io.Reader, out io.Writer) error {
+// maxRequestLine is the longest request line read; a longer one gets an
+// error result and is skipped.
+const maxRequestLine = 64 << 20
+
+// stdioServer answers `ward run --stdio-json` requests: each in a fresh
+// sandbox of cfg (the default), or all in one shared sandbox (--session).
+type stdioServer struct {
+	cfg ward.Config
+	sb  *ward.Sandbox // --session's shared sandbox; nil: a fresh one per request
+}
+
+// serveStdioJSON reads one request per line of in and writes one result
+// line per request on out, in request order. A request's sandbox is made
+// for it and ends with its program, taking every process the program left
+// behind with it; with session, every request runs in one sandbox that
+// lives until EOF. A bad line gets an error object and the next line is
+// read. The returned error is a failure to start the shared sandbox or to
+// read in.
+func serveStdioJSON(ctx context.Context, cfg ward.Config, session bool, in io.Reader, out io.Writer) error {
 	if err := ward.CheckAuditLog(cfg); err != nil {
 		return err // fail closed: nothing runs without its record
 	}
-	sb, err := ward.Start(ctx, cfg)
-	if err != nil {
-		return err
+	s := &stdioServer{cfg: cfg}
+	if session {
+		sb, err := ward.Start(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer sb.Close()
+		s.sb = sb
 	}
-	defer sb.Close()
 	enc := json.NewEncoder(out)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r, maxRequestLine)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if errors.Is(err, errLineTooLong) {
+			_ = enc.Encode(map[string]string{"error": fmt.Sprintf("malformed request: a line longer than %s", ward.FormatSize(maxRequestLine))})
 			continue
 		}
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.DisallowUnknownFields()
-		var req jsonRequest
-		if err := dec.Decode(&req); err != nil {
-			_ = enc.Encode(map[string]string{"error": "malformed request: " + err.Error()})
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if len(req.Args) == 0 {
-			_ = enc.Encode(map[string]string{"error": "malformed request: no args"})
-			continue
-		}
-		c := ward.Command{Args: req.Args, Dir: req.Dir, Stdin: strings.NewReader(req.Stdin)}
-		keys := make([]string, 0, len(req.Env))
-		for k := range req.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			c.Env = append(c.Env, k+"="+req.Env[k])
-		}
-		if req.TimeLimit != "" {
-			d, err := ward.ParseDuration(req.TimeLimit)
-			if err != nil {
-				_ = enc.Encode(map[string]string{"error": fmt.Sprintf("time_limit %q: %v", req.TimeLimit, err)})
-				continue
-			}
-			c.TimeLimit = d
-		}
-		stdout := &limited{max: cfg.OutputLimit}
-		stderr := &limited{max: cfg.OutputLimit}
-		c.Stdout, c.Stderr = stdout, stderr
-		res, err := sb.Exec(ctx, c)
+		res, err := s.serve(ctx, line)
+		// Here the request's result is known: res (the program ran, or its
+		// sandbox failed to start), or err alone (nothing ran). The library
+		// wrote its audit line.
 		if unrecorded := auditFailure(err); unrecorded != nil {
 			// It ran but is not on record: no result, and no more requests.
 			_ = enc.Encode(map[string]string{"error": unrecorded.Error()})
 			return unrecorded
 		}
-		if err != nil {
-			_ = enc.Encode(map[string]string{"error": err.Error()})
-			continue
-		}
-		o, e := stdout.String(), stderr.String()
-		res.Stdout, res.Stderr = &o, &e
-		res.StdoutTruncated, res.StderrTruncated = stdout.cut, stderr.cut
-		_ = enc.Encode(res)
+		s.answer(enc, res, err)
 	}
-	return sc.Err()
+}
+
+// answer writes a request's result line: the Result if there is one (a
+// setup failure's says setup_error), else {"error": ...}.
+func (s *stdioServer) answer(enc *json.Encoder, res *ward.Result, err error) {
+	if res != nil {
+		_ = enc.Encode(res)
+		return
+	}
+	msg := "the request failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	_ = enc.Encode(map[string]string{"error": msg})
+}
+
+// serve runs one request line.
+func (s *stdioServer) serve(ctx context.Context, line []byte) (*ward.Result, error) {
+	req, err := parseRequest(line)
+	if err != nil {
+		return nil, err
+	}
+	var tl time.Duration
+	if req.TimeLimit != "" {
+		if tl, err = ward.ParseDuration(req.TimeLimit); err != nil {
+			return nil, fmt.Errorf("time_limit %q: %v", req.TimeLimit, err)
+		}
+	}
+	if s.sb != nil {
+		return s.execShared(ctx, req, tl)
+	}
+	cfg, err := s.requestConfig(req, tl)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ward.Run(ctx, cfg)
+	if res != nil && res.Stdout == nil {
+		// Nothing ran (not found, setup failure): it printed nothing.
+		res.Stdout, res.Stderr = new(string), new(string)
+	}
+	var ce *ward.ConfigError
+	if errors.As(err, &ce) && ce.Key == "workdir" && req.Dir != "" {
+		// Named by the request's field, not by the flag it stands in for.
+		return nil, fmt.Errorf("dir %q: %s", req.Dir, ce.Reason)
+	}
+	return res, err
+}
+
+// parseRequest decodes one request line; unknown fields are refused.
+func parseRequest(line []byte) (jsonRequest, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var req jsonRequest
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("malformed request: %v", err)
+	}
+	if dec.More() {
+		return req, errors.New("malformed request: more than one JSON value on the line")
+	}
+	if len(req.Args) == 0 || req.Args[0] == "" {
+		return req, errors.New("malformed request: no args")
+	}
+	return req, nil
+}
+
+// requestEnv is the request's env as "K=V", sorted by name.
+func requestEnv(req jsonRequest) ([]string, error) {
+	keys := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("env: %q is not a variable name", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		env = append(env, k+"="+req.Env[k])
+	}
+	return env, nil
+}
+
+// requestConfig is the fresh sandbox of one request: the flags' config
+// with the request's program, streams, environment, limit, directory and
+// workspace.
+func (s *stdioServer) requestConfig(req jsonRequest, tl time.Duration) (ward.Config, error) {
+	cfg := s.cfg
+	env, err := requestEnv(req)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Args = req.Args
+	cfg.Env = append(append([]string{}, s.cfg.Env...), env...)
+	// ward's own stdin carries the requests: the program gets the request's.
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = strings.NewReader(req.Stdin), nil, nil
+	cfg.Capture, cfg.TTY, cfg.ForwardSignals = true, false, false
+	if tl > 0 {
+		cfg.TimeLimit = tl
+	}
+	if req.Dir != "" {
+		cfg.Workdir = req.Dir
+	}
+	if err := applyRequestWorkspace(&cfg, req.Workspace); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// applyRequestWorkspace maps a request's "workspace" onto its sandbox's
+// config. The one place a request's workspace enters: --workspace's
+// config field is set here once it exists.
+func applyRequestWorkspace(cfg *ward.Config, ws string) error {
+	if ws == "" {
+		return nil
+	}
+	return fmt.Errorf("workspace %q: workspace not supported", ws)
+}
+
+// execShared runs a request in --session's shared sandbox.
+func (s *stdioServer) execShared(ctx context.Context, req jsonRequest, tl time.Duration) (*ward.Result, error) {
+	if req.Workspace != "" {
+		return nil, fmt.Errorf("workspace %q: not with --session (every request shares the sandbox's files)", req.Workspace)
+	}
+	env, err := requestEnv(req)
+	if err != nil {
+		return nil, err
+	}
+	stdout := &limited{max: s.cfg.OutputLimit}
+	stderr := &limited{max: s.cfg.OutputLimit}
+	c := ward.Command{Args: req.Args, Env: env, Dir: req.Dir, Stdin: strings.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, TimeLimit: tl}
+	res, err := s.sb.Exec(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	o, e := stdout.String(), stderr.String()
+	res.Stdout, res.Stderr = &o, &e
+	res.StdoutTruncated, res.StderrTruncated = stdout.cut, stderr.cut
+	return res, nil
 }
 
 // auditFailure is err's *ward.AuditError (the request ran, its audit line
-// could not be written), else nil. The audit line itself is the library's.
+// could not be written), else nil.
 func auditFailure(err error) error {
 	var ae *ward.AuditError
 	if errors.As(err, &ae) {
 		return ae
 	}
 	return nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line (without its newline) of at most max bytes. A
+// longer line is read to its end and dropped: errLineTooLong. The last
+// line may lack its newline; io.EOF comes only when nothing is left.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		part, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(part) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, part...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && (len(line) > 0 || tooLong):
+			err = nil
+		case err != nil:
+			return nil, err
+		}
+		if tooLong {
+			return nil, errLineTooLong
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), nil
+	}
 }
 
 // limited keeps the first max bytes written.
