@@ -308,107 +308,45 @@ func (c Config) withDefaults() Config {
 	if c.Seccomp == "" {
 		c.Seccomp = SeccompDefault
 	}
+	if c.Limits == "" {
+		c.Limits = LimitsStrict
+	}
 	return c
 }
 
-// Validate reports the first invalid setting as a *ConfigError.
+// Validate reports the first invalid setting of a config for Run as a
+// *ConfigError: no command, or what ValidateSettings reports.
 func (c Config) Validate() error {
-	c = c.withDefaults()
 	if len(c.Args) == 0 || c.Args[0] == "" {
 		return &ConfigError{Key: "command", Value: "", Reason: "no command given (usage: ward run [flags] -- COMMAND [ARG...])"}
 	}
+	return c.ValidateSettings()
+}
+
+// ValidateSettings reports the first invalid setting as a *ConfigError,
+// Args aside (Start needs none): a value that breaks its setting's rule
+// (settings.go: the rule a flag or config file value is held to where it
+// is read, with the same message), or settings that contradict each
+// other. Zero values mean "not set" and pass.
+func (c Config) ValidateSettings() error {
+	c = c.withDefaults()
 	if !filepath.IsAbs(c.Cwd) {
 		return &ConfigError{Key: "cwd", Value: c.Cwd, Reason: "must be an absolute host path (the directory relative paths are resolved in)"}
 	}
-	if !filepath.IsAbs(c.Workdir) {
-		return &ConfigError{Key: "workdir", Value: c.Workdir, Reason: "must be an absolute path inside the sandbox"}
-	}
-	switch c.Network {
-	case NetworkNone, NetworkHost, NetworkProxy:
-	default:
-		return &ConfigError{Key: "network", Value: c.Network, Reason: "want none, proxy or host"}
+	if err := c.checkSettings(); err != nil {
+		return err
 	}
 	if c.Network == NetworkHost && len(c.AllowNetwork) > 0 {
 		return &ConfigError{Key: "allow-network", Value: c.AllowNetwork[0], Reason: "contradicts --network=host (no proxy there: everything is reachable)"}
 	}
-	for _, h := range c.AddHosts {
-		if _, _, err := ParseAddHost(h); err != nil {
-			return &ConfigError{Key: "add-host", Value: h, Reason: err.Error()}
-		}
-	}
-	if c.NetworkMaxBytes < 0 {
-		return &ConfigError{Key: "network-max-bytes", Value: fmt.Sprint(c.NetworkMaxBytes), Reason: "must not be negative"}
-	}
-	for _, p := range c.AllowPorts {
-		if p < 1 || p > 65535 {
-			return &ConfigError{Key: "allow-port", Value: fmt.Sprint(p), Reason: "want a port from 1 to 65535"}
-		}
-	}
 	if c.AllowNested && c.Seccomp == SeccompStrict {
 		return &ConfigError{Key: "allow-nested", Value: "true", Reason: "the strict policy allows no namespaces: use the default policy (or a profile of your own)"}
 	}
-	switch c.Limits {
-	case "", LimitsStrict, LimitsBestEffort:
-	default:
-		return &ConfigError{Key: "limits", Value: c.Limits, Reason: "want strict or best-effort"}
-	}
-	switch c.Log {
-	case LogQuiet, LogNormal, LogVerbose:
-	default:
-		return &ConfigError{Key: "sandbox-log", Value: c.Log, Reason: "want quiet, normal or verbose"}
-	}
-	if c.TimeLimit < 0 {
-		return &ConfigError{Key: "time-limit", Value: c.TimeLimit.String(), Reason: "must be positive"}
-	}
-	if c.CPUTimeLimit < 0 {
-		return &ConfigError{Key: "cpu-time-limit", Value: c.CPUTimeLimit.String(), Reason: "must be positive"}
-	}
-	if c.MemoryLimit < 0 || (c.MemoryLimit > 0 && c.MemoryLimit < MinMemoryLimit) {
-		return &ConfigError{Key: "memory-limit", Value: FormatSize(c.MemoryLimit), Reason: "want at least " + FormatSize(MinMemoryLimit)}
-	}
-	if c.CPULimit < 0 || c.CPULimit > 100*1024 {
-		return &ConfigError{Key: "cpu-limit", Value: fmt.Sprint(c.CPULimit), Reason: "want a percentage of one CPU from 1 to 102400"}
-	}
-	if c.Processes < 1 || c.Processes > 1<<22 {
-		return &ConfigError{Key: "processes", Value: fmt.Sprint(c.Processes), Reason: "want a number from 1 to 4194304"}
-	}
-	if c.MaxFiles < 0 || c.MaxFiles > 1<<24 {
-		return &ConfigError{Key: "max-files", Value: fmt.Sprint(c.MaxFiles), Reason: "want a number from 1 to 16777216"}
-	}
-	for _, p := range c.DenyPatterns {
-		if _, err := filepath.Match(p, "/"); err != nil || !filepath.IsAbs(p) {
-			return &ConfigError{Key: "deny-pattern", Value: p, Reason: "want an absolute glob such as /etc/*"}
-		}
-	}
 	for _, d := range c.scratchDirs() {
-		if d.s.Size < 0 || (d.s.Size > 0 && d.s.Size < 4096) {
-			return &ConfigError{Key: d.flag + "-size", Value: FormatSize(d.s.Size), Reason: "want a size of at least 4K"}
-		}
 		if c.MemoryLimit > 0 && d.s.Size > c.MemoryLimit {
 			return &ConfigError{Key: d.flag + "-size", Value: FormatSize(d.s.Size), Reason: fmt.Sprintf(
 				"larger than --memory-limit=%s: what the program writes to %s is charged to the sandbox's memory (raise the memory limit or lower the size)",
 				FormatSize(c.MemoryLimit), d.path)}
-		}
-		if d.s.Files < 0 || d.s.Files > 1<<24 {
-			return &ConfigError{Key: d.flag + "-files", Value: fmt.Sprint(d.s.Files), Reason: "want a number from 1 to 16777216"}
-		}
-	}
-	if c.MaxFileSize < 0 {
-		return &ConfigError{Key: "max-file-size", Value: fmt.Sprint(c.MaxFileSize), Reason: "must not be negative"}
-	}
-	if c.FileDescriptors != 0 && (c.FileDescriptors < 4 || c.FileDescriptors > 1<<20) {
-		return &ConfigError{Key: "file-descriptors", Value: fmt.Sprint(c.FileDescriptors), Reason: "want a number from 4 to 1048576"}
-	}
-	if c.OutputLimit < 0 {
-		return &ConfigError{Key: "output-limit", Value: fmt.Sprint(c.OutputLimit), Reason: "must not be negative"}
-	}
-	if strings.ContainsRune(c.AuditLog, 0) {
-		return &ConfigError{Key: "audit-log", Value: c.AuditLog, Reason: "want a file name"}
-	}
-	for _, e := range c.Env {
-		k, _, _ := strings.Cut(e, "=")
-		if k == "" || strings.ContainsAny(k, "\x00") {
-			return &ConfigError{Key: "env", Value: e, Reason: "want K=V or K"}
 		}
 	}
 	return nil

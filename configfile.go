@@ -1,132 +1,30 @@
 package ward
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // The config file reads the Simple language's [sandbox] schema unchanged
-// (DESIGN.md section 3), so a project's simple.toml works as is.
-
-type limitKeys struct {
-	Limits          *string `toml:"limits"`
-	AllowNested     *bool   `toml:"allow_nested"`
-	TimeLimit       *string `toml:"time_limit"`
-	CPUTimeLimit    *string `toml:"cpu_time_limit"`
-	MemoryLimit     *string `toml:"memory_limit"`
-	CPULimit        *int    `toml:"cpu_limit"`
-	FileDescriptors *int    `toml:"file_descriptors"`
-	Processes       *int    `toml:"processes"`
-	AuditLog        *string `toml:"audit_log"`
-}
-
-type networkKeys struct {
-	AllowDomains  []string `toml:"allow_domains"`
-	AllowPorts    []int    `toml:"allow_ports"`
-	BlockInternal *bool    `toml:"block_internal"`
-	AllowPatterns []string `toml:"allow_patterns"`
-	DenyPatterns  []string `toml:"deny_patterns"`
-	MaxBytes      *string  `toml:"max_bytes"`
-}
-
-type filesystemKeys struct {
-	AllowRead    []string `toml:"allow_read"`
-	AllowWrite   []string `toml:"allow_write"`
-	DenyPatterns []string `toml:"deny_patterns"`
-	MaxFileSize  *string  `toml:"max_file_size"`
-	MaxFiles     *int     `toml:"max_files"`
-	scratchKeys
-}
-
-// scratchKeys size the scratch tmpfs mounts (/tmp, home, /dev/shm).
-type scratchKeys struct {
-	TmpSize   *string `toml:"tmp_size"`
-	HomeSize  *string `toml:"home_size"`
-	ShmSize   *string `toml:"shm_size"`
-	TmpFiles  *int    `toml:"tmp_files"`
-	HomeFiles *int    `toml:"home_files"`
-	ShmFiles  *int    `toml:"shm_files"`
-}
-
-// each lists the keys per scratch dir, in Config.scratchDirs' order.
-func (k *scratchKeys) each() [3]struct {
-	size  *string
-	files *int
-} {
-	return [3]struct {
-		size  *string
-		files *int
-	}{{k.TmpSize, k.TmpFiles}, {k.HomeSize, k.HomeFiles}, {k.ShmSize, k.ShmFiles}}
-}
-
-type sandboxTable struct {
-	limitKeys
-	Network    *networkKeys             `toml:"network"`
-	Filesystem *filesystemKeys          `toml:"filesystem"`
-	Profiles   map[string]*profileTable `toml:"profiles"`
-}
-
-// profileTable has the same keys flattened (a flattened deny_patterns is
-// the file system's when its patterns are paths, else the network's),
-// plus allow_network = bool | list and allow_filesystem = bool; the
-// nested tables are accepted too.
-type profileTable struct {
-	limitKeys
-	AllowDomains  []string `toml:"allow_domains"`
-	AllowPorts    []int    `toml:"allow_ports"`
-	BlockInternal *bool    `toml:"block_internal"`
-	AllowPatterns []string `toml:"allow_patterns"`
-	DenyPatterns  []string `toml:"deny_patterns"`
-	MaxBytes      *string  `toml:"max_bytes"`
-	AllowRead     []string `toml:"allow_read"`
-	AllowWrite    []string `toml:"allow_write"`
-	MaxFileSize   *string  `toml:"max_file_size"`
-	MaxFiles      *int     `toml:"max_files"`
-	scratchKeys
-	AllowNetwork    any             `toml:"allow_network"`
-	AllowFilesystem *bool           `toml:"allow_filesystem"`
-	Network         *networkKeys    `toml:"network"`
-	Filesystem      *filesystemKeys `toml:"filesystem"`
-}
-
-type fileDoc struct {
-	Sandbox *sandboxTable `toml:"sandbox"`
-	// Test belongs to the Simple test runner: accepted, ignored.
-	Test map[string]any `toml:"test"`
-}
-
-// Layer is one source of settings: nil fields leave what the layers below
-// set. Layers apply in order: built-in default < the file's [sandbox] <
-// the profile < flags.
-type Layer struct {
-	Source                               string
-	TimeLimit, CPUTimeLimit              *time.Duration
-	MemoryLimit, MaxFileSize, MaxBytes   *int64
-	CPULimit, FileDescriptors, Processes *int
-	MaxFiles                             *int
-	Network                              *string
-	AllowNetwork, DenyNetwork            *[]string
-	AllowPorts                           *[]int
-	BlockInternal                        *bool
-	AllowRead, AllowWrite, DenyPaths     *[]string
-	Seccomp                              *string
-	Limits                               *string
-	AllowNested                          *bool
-	AuditLog                             *string
-	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
-	Scratch [3]struct {
-		Size  *int64
-		Files *int
-	}
-}
+// (docs/config.md), so a project's simple.toml works as is. Its keys are
+// the settings table's (settings.go), each in its section: [sandbox],
+// [sandbox.network], [sandbox.filesystem]. A profile,
+// [sandbox.profiles.NAME], takes them all flattened (the nested tables
+// too), and Simple's forms: allow_network = true | false | [names],
+// allow_filesystem = true | false, allow_patterns (added to allow_domains)
+// and a flattened deny_patterns (the file system's when its patterns are
+// paths, "/...", else the network's). [test] is the Simple test runner's:
+// accepted, ignored.
 
 // File is a loaded config file.
 type File struct {
@@ -153,14 +51,10 @@ func (e *FileError) Error() string {
 	return loc + ": " + e.Msg
 }
 
-// knownKeys are every key the schema has, for "did you mean".
-var knownKeys = []string{"limits", "allow_nested", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
-	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
-	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "audit_log", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
-
-// LoadFile reads a config file strictly: invalid TOML (file:line:col), an
-// unknown key (with the nearest known one), a wrong type or a bad value is
-// a *FileError. Relative paths in it are relative to the file.
+// LoadFile reads a config file strictly: invalid TOML, an unknown key
+// (with the nearest known one), a wrong type or a bad value is a
+// *FileError naming the file, line, column and key. Relative paths in it
+// are relative to the file.
 func LoadFile(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -171,231 +65,430 @@ func LoadFile(path string) (*File, error) {
 
 // ParseFile is LoadFile on data already read.
 func ParseFile(path string, data []byte) (*File, error) {
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	var doc fileDoc
-	if err := dec.Decode(&doc); err != nil {
-		var sm *toml.StrictMissingError
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
 		var de *toml.DecodeError
-		switch {
-		case errors.As(err, &sm) && len(sm.Errors) > 0:
-			e := sm.Errors[0]
-			row, col := e.Position()
-			key := strings.Join(e.Key(), ".")
-			last := e.Key()[len(e.Key())-1]
-			msg := "unknown key"
-			if near := nearest(last); near != "" {
-				msg += fmt.Sprintf(" (did you mean %s?)", near)
-			}
-			return nil, &FileError{Path: path, Line: row, Col: col, Key: key, Msg: msg}
-		case errors.As(err, &de):
+		if errors.As(err, &de) {
 			row, col := de.Position()
 			return nil, &FileError{Path: path, Line: row, Col: col, Key: strings.Join(de.Key(), "."), Msg: de.Error()}
 		}
 		return nil, &FileError{Path: path, Msg: err.Error()}
 	}
+	r := &fileReader{path: path, dir: filepath.Dir(path), data: data}
 	f := &File{Path: path, Profiles: map[string]Layer{}}
-	if doc.Sandbox == nil {
+	for _, k := range sortedKeys(doc) {
+		if k != "sandbox" && k != "test" {
+			return nil, r.unknown([]string{k})
+		}
+	}
+	if _, ok := doc["sandbox"]; !ok {
 		return f, nil
 	}
-	dir := filepath.Dir(path)
-	s := doc.Sandbox
-	pt := &profileTable{limitKeys: s.limitKeys, Network: s.Network, Filesystem: s.Filesystem}
-	l, err := pt.layer(path+" [sandbox]", dir)
+	at := []string{"sandbox"}
+	t, err := r.table(doc["sandbox"], at)
 	if err != nil {
-		return nil, &FileError{Path: path, Key: "sandbox", Msg: err.Error()}
+		return nil, err
 	}
-	f.Sandbox = l
-	for name, p := range s.Profiles {
-		if p == nil {
-			continue
-		}
-		l, err := p.layer(fmt.Sprintf("%s [sandbox.profiles.%s]", path, name), dir)
+	if f.Sandbox, err = r.layer(t, at, false); err != nil {
+		return nil, err
+	}
+	if _, ok := t["profiles"]; !ok {
+		return f, nil
+	}
+	ps, err := r.table(t["profiles"], []string{"sandbox", "profiles"})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(ps) {
+		at := []string{"sandbox", "profiles", name}
+		pt, err := r.table(ps[name], at)
 		if err != nil {
-			return nil, &FileError{Path: path, Key: "sandbox.profiles." + name, Msg: err.Error()}
+			return nil, err
 		}
-		f.Profiles[name] = l
+		if f.Profiles[name], err = r.layer(pt, at, true); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
 
-// layer turns a table into settings, checking every value.
-func (p *profileTable) layer(source, dir string) (Layer, error) {
-	l := Layer{Source: source}
-	dur := func(key string, s *string) (*time.Duration, error) { return parseOpt(key, s, ParseDuration) }
-	size := func(key string, s *string) (*int64, error) { return parseOpt(key, s, ParseSize) }
-	var err error
-	if l.TimeLimit, err = dur("time_limit", p.TimeLimit); err != nil {
-		return l, err
-	}
-	if l.CPUTimeLimit, err = dur("cpu_time_limit", p.CPUTimeLimit); err != nil {
-		return l, err
-	}
-	if l.MemoryLimit, err = size("memory_limit", p.MemoryLimit); err != nil {
-		return l, err
-	}
-	if p.CPULimit != nil && (*p.CPULimit < 1 || *p.CPULimit > 102400) {
-		return l, fmt.Errorf("cpu_limit: %d: want a percentage of one CPU from 1 to 102400", *p.CPULimit)
-	}
-	if p.FileDescriptors != nil && (*p.FileDescriptors < 4 || *p.FileDescriptors > 1<<20) {
-		return l, fmt.Errorf("file_descriptors: %d: want a number from 4 to 1048576 (leave it out for the default: soft 1024, hard 524288)", *p.FileDescriptors)
-	}
-	l.CPULimit, l.FileDescriptors, l.Processes = p.CPULimit, p.FileDescriptors, p.Processes
-	if p.Limits != nil && *p.Limits != LimitsStrict && *p.Limits != LimitsBestEffort {
-		return l, fmt.Errorf("limits: %q: want strict or best-effort", *p.Limits)
-	}
-	l.Limits, l.AllowNested = p.Limits, p.AllowNested
-	if p.AuditLog != nil {
-		a := *p.AuditLog // "" turns a lower layer's off
-		if a != "" && !filepath.IsAbs(a) {
-			a = filepath.Join(dir, a)
-		}
-		l.AuditLog = &a
-	}
-	// Nested tables first, flattened keys over them.
-	net, fs := networkKeys{}, filesystemKeys{}
-	if p.Network != nil {
-		net = *p.Network
-	}
-	if p.Filesystem != nil {
-		fs = *p.Filesystem
-	}
-	net.AllowDomains = pick(p.AllowDomains, net.AllowDomains)
-	net.AllowPatterns = pick(p.AllowPatterns, net.AllowPatterns)
-	if p.AllowPorts != nil {
-		net.AllowPorts = p.AllowPorts
-	}
-	if p.BlockInternal != nil {
-		net.BlockInternal = p.BlockInternal
-	}
-	if p.MaxBytes != nil {
-		net.MaxBytes = p.MaxBytes
-	}
-	for _, d := range p.DenyPatterns {
-		if strings.HasPrefix(d, "/") {
-			fs.DenyPatterns = append(fs.DenyPatterns, d)
-		} else {
-			net.DenyPatterns = append(net.DenyPatterns, d)
-		}
-	}
-	fs.AllowRead = pick(p.AllowRead, fs.AllowRead)
-	fs.AllowWrite = pick(p.AllowWrite, fs.AllowWrite)
-	if p.MaxFileSize != nil {
-		fs.MaxFileSize = p.MaxFileSize
-	}
-	if p.MaxFiles != nil {
-		fs.MaxFiles = p.MaxFiles
-	}
-	flat, nested := p.scratchKeys.each(), fs.scratchKeys.each()
+// fileReader turns a decoded config file into layers.
+type fileReader struct {
+	path, dir string
+	data      []byte
+}
 
-	allow := append(append([]string{}, net.AllowDomains...), net.AllowPatterns...)
-	switch v := p.AllowNetwork.(type) {
-	case nil:
-	case bool:
-		if !v && len(allow) > 0 {
-			return l, fmt.Errorf("allow_network = false contradicts allow_domains/allow_patterns")
+// fail is a *FileError at the key at (line and column where it is written).
+func (r *fileReader) fail(at []string, format string, a ...any) error {
+	line, col := keyPosition(r.data, at)
+	return &FileError{Path: r.path, Line: line, Col: col, Key: strings.Join(at, "."), Msg: fmt.Sprintf(format, a...)}
+}
+
+func (r *fileReader) unknown(at []string) error {
+	msg := "unknown key"
+	if near := nearest(at[len(at)-1]); near != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", near)
+	}
+	return r.fail(at, "%s", msg)
+}
+
+func (r *fileReader) table(v any, at []string) (map[string]any, error) {
+	t, ok := v.(map[string]any)
+	if !ok {
+		return nil, r.fail(at, "want a table, got %s", showTOML(v))
+	}
+	return t, nil
+}
+
+// raw is a key's value as decoded, and where the key is.
+type raw struct {
+	v  any
+	at []string
+}
+
+// tableKeys are the keys of one table of settings, by setting, and
+// Simple's forms (which only a profile has, but allow_patterns).
+type tableKeys struct {
+	vals                        map[*setting]raw
+	patterns, denyFlat          *raw
+	allowNetwork, allowFileSyst *raw
+}
+
+// collect sorts the keys of t (at at) into k: the nested [network] and
+// [filesystem] first, then t's own, so that a profile's flattened keys
+// win over its nested ones.
+func (r *fileReader) collect(t map[string]any, at []string, profile bool) (*tableKeys, error) {
+	k := &tableKeys{vals: map[*setting]raw{}}
+	for _, sec := range []string{"network", "filesystem"} {
+		if _, ok := t[sec]; !ok {
+			continue
 		}
-		if !v {
-			none := NetworkNone
-			l.Network, l.AllowNetwork = &none, &[]string{}
-		} else if len(allow) == 0 {
-			allow = []string{"*"} // everything, through the proxy (internal addresses still refused)
+		sat := append(slices.Clip(at), sec)
+		sub, err := r.table(t[sec], sat)
+		if err != nil {
+			return nil, err
 		}
-	case []any:
-		for _, x := range v {
-			s, ok := x.(string)
-			if !ok {
-				return l, fmt.Errorf("allow_network: want true, false or a list of names, got %v", x)
+		for _, key := range sortedKeys(sub) {
+			kat := append(slices.Clip(sat), key)
+			switch s := keyed(sec, key); {
+			case s != nil:
+				k.vals[s] = raw{sub[key], kat}
+			case sec == "network" && key == "allow_patterns":
+				k.patterns = &raw{sub[key], kat}
+			default:
+				return nil, r.unknown(kat)
 			}
-			allow = append(allow, s)
 		}
-	default:
-		return l, fmt.Errorf("allow_network: want true, false or a list of names, got %v", v)
+	}
+	for _, key := range sortedKeys(t) {
+		kat := append(slices.Clip(at), key)
+		v := t[key]
+		if key == "network" || key == "filesystem" || (key == "profiles" && !profile) {
+			continue
+		}
+		if s := keyed("", key); s != nil {
+			k.vals[s] = raw{v, kat}
+			continue
+		}
+		if !profile {
+			return nil, r.unknown(kat)
+		}
+		switch key {
+		case "allow_patterns":
+			k.patterns = &raw{v, kat}
+		case "deny_patterns":
+			k.denyFlat = &raw{v, kat}
+		case "allow_network":
+			k.allowNetwork = &raw{v, kat}
+		case "allow_filesystem":
+			k.allowFileSyst = &raw{v, kat}
+		default:
+			s := keyed("*", key)
+			if s == nil {
+				return nil, r.unknown(kat)
+			}
+			k.vals[s] = raw{v, kat}
+		}
+	}
+	return k, nil
+}
+
+// keyed is the setting with key in section ("*": any but deny_patterns,
+// which is in two), or nil.
+func keyed(section, key string) *setting {
+	for _, s := range settings() {
+		if s.key == key && (s.section == section || (section == "*" && key != "deny_patterns")) {
+			return s
+		}
+	}
+	return nil
+}
+
+// layer reads one table of settings: [sandbox], or a profile.
+func (r *fileReader) layer(t map[string]any, at []string, profile bool) (Layer, error) {
+	l := Layer{Source: fmt.Sprintf("%s [%s]", r.path, strings.Join(at, "."))}
+	k, err := r.collect(t, at, profile)
+	if err != nil {
+		return l, err
+	}
+	if err := r.splitDeny(k); err != nil {
+		return l, err
+	}
+	allowNet, _ := settingNamed("allow_network")
+	for i, s := range settings() {
+		kv, ok := k.vals[s]
+		if !ok || s == allowNet {
+			continue
+		}
+		v := kv.v
+		if s.hostPath {
+			v = r.rebase(v)
+		}
+		if reason := s.parseTOML(&l.vals, v); reason != "" {
+			return l, r.fail(kv.at, "%s", reason)
+		}
+		l.mark(i)
+	}
+	if err := r.allowNetwork(&l, k, at); err != nil {
+		return l, err
+	}
+	return l, r.allowFilesystem(&l, k, at)
+}
+
+// splitDeny adds a profile's flattened deny_patterns to the file system's
+// (paths) and the network's (the others); a list that ends up empty sets
+// nothing.
+func (r *fileReader) splitDeny(k *tableKeys) error {
+	net, _ := settingNamed("deny_patterns (network)")
+	paths, _ := settingNamed("deny_patterns (filesystem)")
+	if k.denyFlat != nil {
+		xs, err := r.strings(*k.denyFlat)
+		if err != nil {
+			return err
+		}
+		for _, x := range xs {
+			s := net
+			if strings.HasPrefix(x, "/") {
+				s = paths
+			}
+			cur, ok := k.vals[s]
+			list, isList := cur.v.([]any)
+			if ok && !isList {
+				continue // the nested value's type error comes first
+			}
+			if !ok {
+				cur.at = k.denyFlat.at
+			}
+			cur.v = append(list, x)
+			k.vals[s] = cur
+		}
+	}
+	for _, s := range []*setting{net, paths} {
+		if list, ok := k.vals[s].v.([]any); ok && len(list) == 0 {
+			delete(k.vals, s)
+		}
+	}
+	return nil
+}
+
+// allowNetwork sets the proxy's allow list: allow_domains, then
+// allow_patterns, then a profile's allow_network list; allow_network =
+// true alone allows every name, false none (and turns the proxy off). A
+// list that ends up empty sets nothing.
+func (r *fileReader) allowNetwork(l *Layer, k *tableKeys, at []string) error {
+	s, i := settingNamed("allow_network")
+	var allow []string
+	for _, kv := range []*raw{ptrTo(k.vals, s), k.patterns} {
+		if kv == nil {
+			continue
+		}
+		xs, err := r.strings(*kv)
+		if err != nil {
+			return err
+		}
+		allow = append(allow, xs...)
+	}
+	if an := k.allowNetwork; an != nil {
+		switch v := an.v.(type) {
+		case bool:
+			if !v && len(allow) > 0 {
+				return r.fail(at, "allow_network = false contradicts allow_domains/allow_patterns")
+			}
+			if !v {
+				_, n := settingNamed("network")
+				l.vals.Network, l.vals.AllowNetwork = NetworkNone, []string{}
+				l.mark(n)
+				l.mark(i)
+				return nil
+			}
+			if len(allow) == 0 {
+				allow = []string{"*"} // everything, through the proxy (internal addresses still refused)
+			}
+		case []any:
+			for _, x := range v {
+				name, ok := x.(string)
+				if !ok {
+					return r.fail(an.at, "want true, false or a list of names, got %s", showTOML(x))
+				}
+				allow = append(allow, name)
+			}
+		default:
+			return r.fail(an.at, "want true, false or a list of names, got %s", showTOML(v))
+		}
 	}
 	if len(allow) > 0 {
-		l.AllowNetwork = &allow
+		l.vals.AllowNetwork = allow
+		l.mark(i)
 	}
-	if len(net.DenyPatterns) > 0 {
-		l.DenyNetwork = &net.DenyPatterns
+	return nil
+}
+
+// allowFilesystem: a profile's allow_filesystem = false allows no host
+// path; true makes the file's directory writable unless allow_write says
+// what is.
+func (r *fileReader) allowFilesystem(l *Layer, k *tableKeys, at []string) error {
+	af := k.allowFileSyst
+	if af == nil {
+		return nil
 	}
-	if net.AllowPorts != nil {
-		l.AllowPorts = &net.AllowPorts
+	on, ok := af.v.(bool)
+	if !ok {
+		return r.fail(af.at, "want true or false, got %s", showTOML(af.v))
 	}
-	l.BlockInternal = net.BlockInternal
-	if l.MaxBytes, err = size("max_bytes", net.MaxBytes); err != nil {
-		return l, err
+	_, read := settingNamed("allow_read")
+	_, write := settingNamed("allow_write")
+	switch {
+	case !on && len(l.vals.AllowRead)+len(l.vals.AllowWrite) > 0:
+		return r.fail(at, "allow_filesystem = false contradicts allow_read/allow_write")
+	case !on:
+		l.vals.AllowRead, l.vals.AllowWrite = []string{}, []string{}
+		l.mark(read)
+		l.mark(write)
+	case !l.has(write):
+		l.vals.AllowWrite = []string{r.dir}
+		l.mark(write)
 	}
-	rel := func(paths []string) *[]string {
-		if paths == nil {
-			return nil
+	return nil
+}
+
+func ptrTo(m map[*setting]raw, s *setting) *raw {
+	if kv, ok := m[s]; ok {
+		return &kv
+	}
+	return nil
+}
+
+// strings is a list of strings, or an error at its key.
+func (r *fileReader) strings(kv raw) ([]string, error) {
+	items, ok := kv.v.([]any)
+	if !ok {
+		return nil, r.fail(kv.at, "want a list of strings, got %s", showTOML(kv.v))
+	}
+	out := make([]string, len(items))
+	for i, x := range items {
+		if out[i], ok = x.(string); !ok {
+			return nil, r.fail(kv.at, "want a list of strings, got %s", showTOML(x))
 		}
-		out := make([]string, len(paths))
-		for i, p := range paths {
-			if !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") {
-				p = filepath.Join(dir, p)
+	}
+	return out, nil
+}
+
+// rebase makes the relative host paths of v (a string or a list) relative
+// to the file's directory.
+func (r *fileReader) rebase(v any) any {
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~") {
+			return p
+		}
+		return filepath.Join(r.dir, p)
+	}
+	switch x := v.(type) {
+	case string:
+		return rel(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			if s, ok := e.(string); ok {
+				e = rel(s)
 			}
-			out[i] = p
+			out[i] = e
 		}
-		return &out
+		return out
 	}
-	l.AllowRead, l.AllowWrite = rel(fs.AllowRead), rel(fs.AllowWrite)
-	if p.AllowFilesystem != nil && !*p.AllowFilesystem {
-		if len(fs.AllowRead)+len(fs.AllowWrite) > 0 {
-			return l, fmt.Errorf("allow_filesystem = false contradicts allow_read/allow_write")
-		}
-		l.AllowRead, l.AllowWrite = &[]string{}, &[]string{}
-	}
-	if p.AllowFilesystem != nil && *p.AllowFilesystem && l.AllowWrite == nil {
-		l.AllowWrite = &[]string{dir}
-	}
-	if len(fs.DenyPatterns) > 0 {
-		l.DenyPaths = &fs.DenyPatterns
-	}
-	if l.MaxFileSize, err = size("max_file_size", fs.MaxFileSize); err != nil {
-		return l, err
-	}
-	l.MaxFiles = fs.MaxFiles
-	for i, name := range []string{"tmp", "home", "shm"} {
-		sz, files := flat[i].size, flat[i].files
-		if sz == nil {
-			sz = nested[i].size
-		}
-		if files == nil {
-			files = nested[i].files
-		}
-		if l.Scratch[i].Size, err = size(name+"_size", sz); err != nil {
-			return l, err
-		}
-		if files != nil && (*files < 1 || *files > 1<<24) {
-			return l, fmt.Errorf("%s_files: %d: want a number from 1 to 16777216", name, *files)
-		}
-		l.Scratch[i].Files = files
-	}
-	return l, nil
+	return v
 }
 
-// parseOpt parses an optional TOML string value; errors name the key.
-func parseOpt[T any](key string, s *string, parse func(string) (T, error)) (*T, error) {
-	if s == nil {
-		return nil, nil
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// keyPosition is where the key at path is written in data: the first key
+// or table header whose full key is path or starts with it; 0, 0 when
+// there is none.
+func keyPosition(data []byte, path []string) (line, col int) {
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			parts, first := keyParts(e.Key())
+			table = parts
+			if hasPrefix(parts, path) {
+				s := p.Shape(first.Raw)
+				return s.Start.Line, s.Start.Column
+			}
+		case unstable.KeyValue:
+			if pos, ok := keyValuePosition(&p, e, table, path); ok {
+				return pos.Line, pos.Column
+			}
+		}
 	}
-	v, err := parse(*s)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	return &v, nil
+	return 0, 0
 }
 
-func pick(a, b []string) []string {
-	if a != nil {
-		return a
+// keyValuePosition looks for path in a key = value (and in an inline table
+// it holds).
+func keyValuePosition(p *unstable.Parser, e *unstable.Node, table, path []string) (unstable.Position, bool) {
+	parts, first := keyParts(e.Key())
+	full := append(slices.Clip(table), parts...)
+	if hasPrefix(full, path) {
+		return p.Shape(first.Raw).Start, true
 	}
-	return b
+	if v := e.Value(); v.Kind == unstable.InlineTable && hasPrefix(path, full) {
+		it := v.Children()
+		for it.Next() {
+			if pos, ok := keyValuePosition(p, it.Node(), full, path); ok {
+				return pos, true
+			}
+		}
+	}
+	return unstable.Position{}, false
+}
+
+func keyParts(it unstable.Iterator) (parts []string, first *unstable.Node) {
+	for it.Next() {
+		if first == nil {
+			first = it.Node()
+		}
+		parts = append(parts, string(it.Node().Data))
+	}
+	return parts, first
+}
+
+func hasPrefix(full, prefix []string) bool {
+	return len(full) >= len(prefix) && slices.Equal(full[:len(prefix)], prefix)
 }
 
 // nearest is the known key closest to k (edit distance at most 3).
 func nearest(k string) string {
+	known := []string{"allow_patterns", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
+	for _, s := range settings() {
+		if s.key != "" {
+			known = append(known, s.key)
+		}
+	}
 	best, bestD := "", 4
-	for _, c := range knownKeys {
+	for _, c := range known {
 		if d := editDistance(k, c); d < bestD {
 			best, bestD = c, d
 		}
@@ -425,31 +518,31 @@ func editDistance(a, b string) int {
 
 // BuiltinProfiles are the Simple spec's profiles.
 func BuiltinProfiles() map[string]Layer {
-	d := func(s string) *time.Duration { v, _ := ParseDuration(s); return &v }
-	sz := func(s string) *int64 { v, _ := ParseSize(s); return &v }
-	none, empty := NetworkNone, []string{}
-	f := false
+	// strict and testing allow no network and, but testing's test dirs,
+	// no host path.
+	closed := []string{"time_limit", "memory_limit", "network", "allow_network", "allow_read", "allow_write"}
+	strict := Config{TimeLimit: time.Second, MemoryLimit: 10 << 20, Network: NetworkNone, AllowNetwork: []string{}, AllowRead: []string{}, AllowWrite: []string{}}
+	// The test dirs are added when the current directory has them.
+	testing := Config{TimeLimit: 30 * time.Second, MemoryLimit: 500 << 20, Network: NetworkNone, AllowNetwork: []string{},
+		AllowRead: existing("test/fixtures"), AllowWrite: existing("test/output")}
+	dev := Config{TimeLimit: time.Minute, MemoryLimit: 2 << 30, AllowNetwork: []string{"localhost", "*.local"}, AllowInternal: true, AllowWrite: []string{"."}}
 	return map[string]Layer{
-		"default": {Source: "built-in profile default"},
-		"strict": {Source: "built-in profile strict", TimeLimit: d("1s"), MemoryLimit: sz("10M"),
-			Network: &none, AllowNetwork: &empty, AllowRead: &empty, AllowWrite: &empty},
-		// The test dirs are added when the current directory has them.
-		"testing": {Source: "built-in profile testing", TimeLimit: d("30s"), MemoryLimit: sz("500M"),
-			Network: &none, AllowNetwork: &empty, AllowRead: existing("test/fixtures"), AllowWrite: existing("test/output")},
-		"development": {Source: "built-in profile development", TimeLimit: d("60s"), MemoryLimit: sz("2G"),
-			AllowNetwork: &[]string{"localhost", "*.local"}, BlockInternal: &f, AllowWrite: &[]string{"."}},
+		"default":     {Source: "built-in profile default"},
+		"strict":      LayerOf("built-in profile strict", strict, closed...),
+		"testing":     LayerOf("built-in profile testing", testing, closed...),
+		"development": LayerOf("built-in profile development", dev, "time_limit", "memory_limit", "allow_network", "block_internal", "allow_write"),
 	}
 }
 
 // existing is the paths that exist (relative to the current directory).
-func existing(paths ...string) *[]string {
+func existing(paths ...string) []string {
 	out := []string{}
 	for _, p := range paths {
 		if _, err := os.Stat(p); err == nil {
 			out = append(out, p)
 		}
 	}
-	return &out
+	return out
 }
 
 // Profile finds name in the file's profiles, then the built-in ones.
@@ -481,39 +574,28 @@ func (f *File) Profile(name string) (Layer, error) {
 
 // Apply sets what the layer sets on c and notes, in explain (if not nil),
 // where each setting came from.
-func (l Layer) Apply(c *Config, explain map[string]string) {
-	set := func(key string, ok bool, do func()) {
-		if ok {
-			do()
-			if explain != nil {
-				explain[key] = l.Source
+
+// EffectiveTOML writes c's settings in the config file's schema, each
+// with where it came from (sources, as Apply notes them; "default" for
+// the others). A value not set is a comment.
+func EffectiveTOML(c Config, sources map[string]string) string {
+	var b strings.Builder
+	for _, sec := range []struct{ name, header string }{{"", "[sandbox]"}, {"network", "\n[sandbox.network]"}, {"filesystem", "\n[sandbox.filesystem]"}} {
+		b.WriteString(sec.header + "\n")
+		for _, s := range settings() {
+			if s.key == "" || s.section != sec.name {
+				continue
 			}
+			src, ok := sources[s.nameOf()]
+			if !ok {
+				src = "default"
+			}
+			if s.zero(&c) && !s.plain() {
+				fmt.Fprintf(&b, "# %s not set\n", s.key)
+				continue
+			}
+			fmt.Fprintf(&b, "%s = %s  # %s\n", s.key, s.toml(&c), src)
 		}
 	}
-	set("time_limit", l.TimeLimit != nil, func() { c.TimeLimit = *l.TimeLimit })
-	set("cpu_time_limit", l.CPUTimeLimit != nil, func() { c.CPUTimeLimit = *l.CPUTimeLimit })
-	set("memory_limit", l.MemoryLimit != nil, func() { c.MemoryLimit = *l.MemoryLimit })
-	set("cpu_limit", l.CPULimit != nil, func() { c.CPULimit = *l.CPULimit })
-	set("file_descriptors", l.FileDescriptors != nil, func() { c.FileDescriptors = *l.FileDescriptors })
-	set("processes", l.Processes != nil, func() { c.Processes = *l.Processes })
-	set("network", l.Network != nil, func() { c.Network = *l.Network })
-	set("allow_network", l.AllowNetwork != nil, func() { c.AllowNetwork = *l.AllowNetwork })
-	set("deny_patterns (network)", l.DenyNetwork != nil, func() { c.DenyNetwork = *l.DenyNetwork })
-	set("allow_ports", l.AllowPorts != nil, func() { c.AllowPorts = *l.AllowPorts })
-	set("block_internal", l.BlockInternal != nil, func() { c.AllowInternal = !*l.BlockInternal })
-	set("max_bytes", l.MaxBytes != nil, func() { c.NetworkMaxBytes = *l.MaxBytes })
-	set("allow_read", l.AllowRead != nil, func() { c.AllowRead = *l.AllowRead })
-	set("allow_write", l.AllowWrite != nil, func() { c.AllowWrite = *l.AllowWrite })
-	set("deny_patterns (filesystem)", l.DenyPaths != nil, func() { c.DenyPatterns = *l.DenyPaths })
-	set("max_file_size", l.MaxFileSize != nil, func() { c.MaxFileSize = *l.MaxFileSize })
-	set("max_files", l.MaxFiles != nil, func() { c.MaxFiles = *l.MaxFiles })
-	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
-	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
-	set("allow_nested", l.AllowNested != nil, func() { c.AllowNested = *l.AllowNested })
-	set("audit_log", l.AuditLog != nil, func() { c.AuditLog = *l.AuditLog })
-	for i, d := range c.scratchDirs() {
-		sc := l.Scratch[i]
-		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })
-		set(d.flag+"_files", sc.Files != nil, func() { d.s.Files = *sc.Files })
-	}
+	return b.String()
 }

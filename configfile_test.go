@@ -124,7 +124,9 @@ func TestRelativePathsAreRelativeToTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := *f.Sandbox.AllowRead; got[0] != "/proj/conf/data" || got[1] != "/abs" {
+	var c Config
+	f.Sandbox.Apply(&c, nil)
+	if got := c.AllowRead; got[0] != "/proj/conf/data" || got[1] != "/abs" {
 		t.Errorf("allow_read = %v", got)
 	}
 }
