@@ -51,15 +51,13 @@ var hostSteps = []struct {
 }
 
 // launch builds the sandbox (a program's, or with session a long-lived
-// one) up to the program's start. On error everything made is released;
-// the Result says setup_error where there is one. An *nsexec.ExecError
-// comes back with the launched sandbox, for Run to report.
+// one) up to the program's start, from a cfg Run or Start validated. On
+// error everything made is released; the Result says setup_error where
+// there is one. An *nsexec.ExecError comes back with the launched sandbox,
+// for Run to report.
 func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Result, err error) {
 	cfg = cfg.withDefaults()
 	cfg.Seccomp = seccompFile(cfg.Seccomp, cfg.Cwd)
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
 	if cfg.OverlayKeep != "" {
 		cfg.Overlay = true
 		dir, err := checkKeepDir(cfg.OverlayKeep, cfg.Cwd)

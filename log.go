@@ -71,7 +71,9 @@ func (l *logger) before(cfg Config) {
 	} else {
 		l.v("Seccomp: %s", cfg.Seccomp)
 	}
-	l.v("Running: %s", strings.Join(cfg.Args, " "))
+	if len(cfg.Args) > 0 { // a long-lived sandbox runs none yet
+		l.v("Running: %s", strings.Join(cfg.Args, " "))
+	}
 }
 
 func (l *logger) after(r *Result) {

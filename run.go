@@ -78,11 +78,11 @@ func (l *launched) close() {
 // cfg); a line that cannot be written is an *AuditError returned with the
 // Result.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.AuditLog == "" {
-		return runOnce(ctx, cfg)
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.AuditLog == "" {
+		return runOnce(ctx, cfg)
 	}
 	started := time.Now()
 	full := cfg.withDefaults()

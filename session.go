@@ -48,14 +48,14 @@ type Sandbox struct {
 // opened first (a *SetupError of step "audit-log" if it cannot be, and
 // nothing is built), a setup failure gets a line, and so does every Exec.
 func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
-	cfg.Args = []string{"ward-session"} // none runs; Validate wants one
+	cfg.Args = nil // each Exec brings its own
 	cfg.ForwardSignals, cfg.Capture = false, false
+	if err := cfg.ValidateSettings(); err != nil {
+		return nil, err
+	}
 	var audit *auditLog
 	started, full := time.Now(), cfg.withDefaults()
 	if cfg.AuditLog != "" {
-		if err := cfg.Validate(); err != nil {
-			return nil, err
-		}
 		var err error
 		if audit, err = openAuditLog(auditPath(full)); err != nil {
 			return nil, err
