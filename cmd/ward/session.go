@@ -107,24 +107,18 @@ func newStartCmd() *cobra.Command {
 			if _, ok := alive(name); ok {
 				return fmt.Errorf("--name=%s: a sandbox of that name is running", name)
 			}
-			fromFlags, err := f.toConfig([]string{"ward-session"})
-			if err != nil {
-				return err
-			}
-			cfg, _, err := layer(fromFlags, cmd.Flags(), f.config, f.profile)
+			cfg, err := f.toConfig(nil)
 			if err != nil {
 				return err
 			}
 			// The supervisor resolves paths and takes the environment as
 			// this process sees them, not as it does.
-			cfg.Cwd, err = os.Getwd()
+			cwd, err := os.Getwd()
 			if err != nil {
 				return &exitError{code: ward.ExitSetup, msg: fmt.Sprintf("start: the current directory: %v", err)}
 			}
-			cfg.CallerEnv = os.Environ()
-			cfg.Name = name // the audit log's name for it
-			cfg.Stdin, cfg.Stdout, cfg.Stderr, cfg.LogWriter = nil, nil, nil, nil
-			if err := startShared(name, cfg); err != nil {
+			req := startRequest{Name: name, Profile: cfg.Profile, Cwd: cwd, Env: os.Environ(), Settings: ward.LayerOf("ward start", cfg)}
+			if err := startShared(req); err != nil {
 				return err
 			}
 			fmt.Println(name)
@@ -148,9 +142,23 @@ func newStartCmd() *cobra.Command {
 // `ward start`s from starting two supervisors.
 func supervisorDir() string { return filepath.Join(StateDir, ".supervisor") }
 
+// startRequest is what `ward start` sends the supervisor: the sandbox's
+// name, its settings (every one, as the command line, config file and
+// profile made them) and what the supervisor cannot see of its caller.
 type startRequest struct {
-	Name   string      `json:"name"`
-	Config ward.Config `json:"config"`
+	Name     string     `json:"name"`
+	Profile  string     `json:"profile"`
+	Cwd      string     `json:"cwd"` // relative paths are relative to it
+	Env      []string   `json:"env"` // the caller's environment
+	Settings ward.Layer `json:"settings"`
+}
+
+// config is the sandbox's config; caller is who asked for it (the audit
+// log's).
+func (r startRequest) config(caller *ward.Caller) ward.Config {
+	c := ward.Config{Name: r.Name, Profile: r.Profile, Cwd: r.Cwd, CallerEnv: r.Env, Caller: caller}
+	r.Settings.Apply(&c, nil)
+	return c
 }
 
 type startReply struct {
@@ -159,9 +167,9 @@ type startReply struct {
 	Retry bool   `json:"retry,omitempty"`
 }
 
-// startShared asks the supervisor (started if need be) to start sandbox
-// name with cfg.
-func startShared(name string, cfg ward.Config) error {
+// startShared asks the supervisor (started if need be) to start the
+// sandbox req describes.
+func startShared(req startRequest) error {
 	var last error
 	for attempt := 0; attempt < 5; attempt++ {
 		c, err := dialSupervisor()
@@ -170,7 +178,7 @@ func startShared(name string, cfg ward.Config) error {
 			continue
 		}
 		var reply startReply
-		err = json.NewEncoder(c).Encode(startRequest{Name: name, Config: cfg})
+		err = json.NewEncoder(c).Encode(req)
 		if err == nil {
 			err = json.NewDecoder(c).Decode(&reply)
 		}
@@ -357,8 +365,7 @@ func (s *supervisor) serveStart(c net.Conn) {
 	s.sessions[req.Name] = nil
 	s.mu.Unlock()
 
-	req.Config.Caller = peerCaller(c) // the audit log's caller: ward start's
-	ss, err := s.start(req.Name, req.Config)
+	ss, err := s.start(req.Name, req.config(peerCaller(c))) // the audit log's caller: ward start's
 	if err != nil {
 		code := ward.ExitSetup
 		var ce *ward.ConfigError

@@ -48,7 +48,7 @@ Run it on a new host before trusting it.`,
 		Example: "  ward verify\n  ward verify --profile=strict --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			base, _, err := layer(ward.Config{Args: []string{"true"}}, cmd.Flags(), config, profile)
+			base, _, err := layer(ward.Config{}, ward.Layer{}, config, profile)
 			if err != nil {
 				return err
 			}
