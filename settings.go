@@ -61,9 +61,19 @@ type kind interface {
 	unmarshal(c *Config, b []byte) error
 }
 
-// settings is the table, built on first use (not at start-up: the
+var (
+	settingsOnce  sync.Once
+	settingsTable []*setting
+)
+
+// settings is the table, built on first use: nothing at start-up (the
 // sandbox's init starts this binary too).
-var settings = sync.OnceValue(func() []*setting {
+func settings() []*setting {
+	settingsOnce.Do(func() { settingsTable = buildSettings() })
+	return settingsTable
+}
+
+func buildSettings() []*setting {
 	files := between(1, 1<<24, "want a number from 1 to 16777216")
 	t := []*setting{
 		// [sandbox]
@@ -131,7 +141,7 @@ var settings = sync.OnceValue(func() []*setting {
 				kind: intOf(func(c *Config) *int { return &d.of(c).Files }, files)})
 	}
 	return append(t, commandLineOnly()...)
-})
+}
 
 // commandLineOnly are the settings that have a flag and no config file key.
 func commandLineOnly() []*setting {
