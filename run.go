@@ -301,7 +301,7 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 		_, _ = sb.Wait()
 		var se *nsexec.SetupError
 		if errors.As(err, &se) && se.Step == "enter-workdir" && (se.Errno == syscall.ENOENT || se.Errno == syscall.ENOTDIR) {
-			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
+			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount, --allow-write or --workspace, or use /tmp or /home/sandbox)"}
 		}
 		return l, nil, setupFailed(res, err)
 	}
@@ -641,7 +641,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	nofile, nofileHard := FileDescriptorLimits(cfg.FileDescriptors)
 	spec := &nsexec.Spec{
 		Args:       cfg.Args,
-		Env:        sandboxEnv(cfg.Env, cfg.CallerEnv, home, cfg.Network == NetworkProxy),
+		Env:        sandboxEnv(append(append([]string{}, cfg.EnvPass...), cfg.Env...), cfg.CallerEnv, home, cfg.Network == NetworkProxy),
 		Dir:        cfg.Workdir,
 		Hostname:   SandboxHostname,
 		Plan:       plan,
@@ -771,7 +771,9 @@ var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TERM"}
 
 // sandboxEnv is DESIGN.md section 2's environment: the caller's PATH, LANG,
 // LC_ALL, TERM and WARD_*, then HOME, TMPDIR and USER, then extra ("K=V"
-// sets, "K" passes the caller's K if it has one). Later entries win.
+// sets, "K" passes the caller's K if it has one, a pattern passes each
+// caller variable it matches but those ward set; env.go). Later entries
+// win.
 func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 	vals := map[string]string{}
 	var order []string
@@ -802,18 +804,27 @@ func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 			set(k, v)
 		}
 	}
-	set("HOME", home)
-	set("TMPDIR", "/tmp")
-	set("USER", SandboxUser)
+	// What ward sets itself, which a pattern never replaces.
+	own := map[string]bool{}
+	setOwn := func(k, v string) { set(k, v); own[k] = true }
+	setOwn("HOME", home)
+	setOwn("TMPDIR", "/tmp")
+	setOwn("USER", SandboxUser)
 	if proxy {
 		for _, kv := range netns.ProxyEnv() {
 			k, v, _ := strings.Cut(kv, "=")
-			set(k, v)
+			setOwn(k, v)
 		}
 	}
 	for _, e := range extra {
 		if k, v, ok := strings.Cut(e, "="); ok {
 			set(k, v)
+		} else if isEnvPattern(e) {
+			for _, kv := range caller {
+				if k, v, ok := strings.Cut(kv, "="); ok && k != "" && !own[k] && envMatch(e, k) {
+					set(k, v)
+				}
+			}
 		} else if v, ok := lookup(e); ok {
 			set(e, v)
 		}

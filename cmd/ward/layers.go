@@ -44,6 +44,8 @@ var layeredFlags = []struct {
 	{"tmp-files", "tmp_files", func(d *ward.Config, s ward.Config) { d.Tmp.Files = s.Tmp.Files }},
 	{"home-files", "home_files", func(d *ward.Config, s ward.Config) { d.Home.Files = s.Home.Files }},
 	{"shm-files", "shm_files", func(d *ward.Config, s ward.Config) { d.Shm.Files = s.Shm.Files }},
+	{"workspace", "workspace", func(d *ward.Config, s ward.Config) { d.Workspace = s.Workspace }},
+	{"workspace", "workspace_access", func(d *ward.Config, s ward.Config) { d.WorkspaceAccess = s.WorkspaceAccess }},
 }
 
 // findConfigFile is --config, else ./ward.toml, else /etc/ward/ward.toml,

@@ -85,9 +85,9 @@ func newStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start --name=NAME [run flags]",
 		Short: "Start a long-lived sandbox and return once it is ready",
-		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work
-  ward exec agent -- sh -c 'echo hi > /tmp/x'
-  ward exec agent -- cat /tmp/x
+		Example: `  ward start --name=agent --memory-limit=1G --workspace=./work
+  ward exec agent -- sh -c 'echo hi > x'     # in /workspace: ./work/x on the host
+  ward exec agent -- cat /workspace/x
   ward ps
   ward stop agent`,
 		Args: cobra.NoArgs,
