@@ -1,10 +1,12 @@
 package ward
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -149,5 +151,24 @@ env_pass = []
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a FileError naming %q", tc.doc, err, tc.want)
 		}
+	}
+}
+
+// TestWorkspaceThroughTheAPI: Config.Workspace in a long-lived sandbox is
+// every command's working directory, and what they make is on the host,
+// the caller's; WorkspaceRO is read-only; Config.Env patterns pass.
+func TestWorkspaceThroughTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	sb := start(t, Config{Workspace: dir, CallerEnv: []string{"APCORE_X=1", "OTHER=2"}, Env: []string{"APCORE_*"}})
+	if res, out := execOut(t, sb, Command{Args: []string{"sh", "-c", "pwd; echo $APCORE_X$OTHER; echo made > f"}}); res.Status != StatusExited || out != "/workspace\n1\n" {
+		t.Errorf("exec in the workspace: %q, %+v", out, res)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "f"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+		t.Errorf("the file made in the workspace: %v, %v; want it on the host, the caller's", fi, err)
+	}
+	res, err := Run(context.Background(), Config{Args: []string{"sh", "-c", "cat f; touch g"}, Workspace: dir, WorkspaceAccess: WorkspaceRO, Capture: true})
+	if err != nil || *res.Stdout != "made\n" || *res.ExitCode == 0 || !strings.Contains(*res.Stderr, "Read-only") {
+		t.Errorf("WorkspaceRO: %+v, %v", res, err)
 	}
 }

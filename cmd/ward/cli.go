@@ -173,7 +173,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 		fl.IntVar(&f.scratchFiles[i], d.name+"-files", 0, fmt.Sprintf("most files in %s (default --max-files, else %d)", d.path, ward.DefaultScratchInodes))
 	}
 	fl.StringArrayVar(&f.env, "env", nil, "set K=V, pass the caller's K, or pass each caller variable whose name matches a pattern such as 'APCORE_*' (*, ?, [...]) (repeatable)")
-	fl.StringVar(&f.workspace, "workspace", "", "bind DIR at /workspace, read-write (DIR:rw, the default) or read-only (DIR:ro), as the working directory unless --workdir; what the program creates there is the caller's")
+	fl.StringVar(&f.workspace, "workspace", "", "bind `DIR` at /workspace, read-write (DIR:rw, the default) or read-only (DIR:ro), as the working directory unless --workdir; what the program creates there is the caller's")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none, proxy (the allow list) or host (no network isolation)")
 	fl.StringArrayVar(&f.allowNetwork, "allow-network", nil, "let the program reach DOMAIN, a pattern (*.github.com) or URL pattern through ward's proxy (repeatable; implies --network=proxy)")
 	fl.StringArrayVar(&f.denyNetwork, "deny-network", nil, "refuse names matching this pattern even if allowed (repeatable)")

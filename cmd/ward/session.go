@@ -566,7 +566,7 @@ func newExecCmd() *cobra.Command {
 	// Flags go before "--"; everything after it is the command's.
 	cmd.Flags().StringVar(&timeLimit, "time-limit", "", "wall-clock limit of this command only")
 	cmd.Flags().StringArrayVar(&env, "env", nil, "K=V added to the sandbox's environment (repeatable)")
-	cmd.Flags().StringVar(&dir, "workdir", "", "working directory inside (default the sandbox's)")
+	cmd.Flags().StringVar(&dir, "workdir", "", "working directory inside (default the sandbox's: /workspace when started with --workspace)")
 	return cmd
 }
 
