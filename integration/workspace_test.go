@@ -162,7 +162,9 @@ func TestWorkspaceRootless(t *testing.T) {
 
 // TestWorkspaceSharedByStartAndExec: ward start --workspace gives every
 // ward exec the same workspace, as its working directory (a3s's
-// BashSandbox), and what they make there is on the host, the caller's.
+// BashSandbox), and what they make there is on the host, the caller's
+// once the sandbox stops (where the workspace cannot be idmapped, as /tmp
+// on the VM's tmpfs, it is lent to the sandbox user until then).
 func TestWorkspaceSharedByStartAndExec(t *testing.T) {
 	dir := newWorkspace(t, t.TempDir(), os.Getuid(), os.Getgid())
 	name := sandboxName()
@@ -183,13 +185,15 @@ func TestWorkspaceSharedByStartAndExec(t *testing.T) {
 	if err != nil || string(b) != "one\ntwo\n" {
 		t.Errorf("a.txt on the host: %q, %v; want both execs' lines", b, err)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "a.txt")); err == nil {
-		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
-			t.Errorf("a.txt belongs to uid %d on the host, want the caller's %d", st.Uid, os.Getuid())
-		}
-	}
 	if r := run(t, opts{}, "stop", name); r.code != 0 {
 		t.Errorf("stop: %s", r)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "a.txt")} {
+		if fi, err := os.Stat(p); err != nil {
+			t.Error(err)
+		} else if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+			t.Errorf("%s belongs to %d:%d on the host after stop, want the caller's %d:%d", p, st.Uid, st.Gid, os.Getuid(), os.Getgid())
+		}
 	}
 }
 
