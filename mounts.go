@@ -47,10 +47,10 @@ type hostMount struct {
 	rw, noexec  bool
 }
 
-// resolveMounts turns --allow-read, --allow-write and --mount into host
-// paths and targets, checked, before anything starts; a bad one is a
-// *ConfigError naming the flag and value. With VirtualFS only the --mount
-// targets are added.
+// resolveMounts turns --workspace, --allow-read, --allow-write and --mount
+// into host paths and targets, checked, before anything starts; a bad one
+// is a *ConfigError naming the flag and value. With VirtualFS only the
+// workspace and the --mount targets are added.
 func resolveMounts(cfg Config) ([]hostMount, error) {
 	cwd := cfg.Cwd
 	if cwd == "" {
@@ -75,6 +75,16 @@ func resolveMounts(cfg Config) ([]hostMount, error) {
 		}
 		out = append(out, hostMount{flag: flag, value: value, src: real, dst: filepath.Clean(dst), rw: rw, noexec: noexec})
 		return nil
+	}
+	// The workspace first: a --mount may go beneath it. It is a --mount
+	// like any other, so it is there with --virtual-fs too.
+	if dir, rw, ok := cfg.workspace(); ok {
+		if err := add("workspace", dir, dir, WorkspaceDir, rw, false); err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(out[0].src); err == nil && !fi.IsDir() {
+			return nil, &ConfigError{Key: "workspace", Value: dir, Reason: out[0].src + " is not a directory"}
+		}
 	}
 	if !cfg.VirtualFS {
 		for _, p := range cfg.AllowRead {
