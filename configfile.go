@@ -556,6 +556,7 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("seccomp", l.Seccomp != nil, func() { c.Seccomp = *l.Seccomp })
 	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
 	set("allow_nested", l.AllowNested != nil, func() { c.AllowNested = *l.AllowNested })
+	set("audit_log", l.AuditLog != nil, func() { c.AuditLog = *l.AuditLog })
 	set("workspace", l.Workspace != nil, func() { c.Workspace = *l.Workspace })
 	set("workspace_access", l.WorkspaceAccess != nil, func() { c.WorkspaceAccess = *l.WorkspaceAccess })
 	set("env_pass", l.EnvPass != nil, func() { c.EnvPass = *l.EnvPass })
