@@ -22,15 +22,8 @@ import (
 	"github.com/wardbox/ward/seccomp"
 )
 
-// initArg is the argument of the re-executed binary that makes it PID 1
-// of the sandbox.
-const initArg = "init"
-
 // initName is the init's comm, NUL-terminated.
 var initName = []byte("ward-init\x00")
-
-// protoFd is the protocol socket in the init (to the parent).
-const protoFd = 3
 
 func init() {
 	// Setup runs on the main goroutine, locked to the main thread: per-thread
@@ -205,7 +198,7 @@ func (p *proc) fail(step string, err error) {
 		m.Path = pe.Path
 	}
 	p.send(m)
-	os.Exit(71)
+	os.Exit(ExitSetup)
 }
 
 // closeInheritedFds marks every fd above 2 close-on-exec, the protocol
@@ -248,7 +241,7 @@ func (p *proc) forkProgram() error {
 	g, failed := spawnGate(&p.spec, nil, true)
 	if failed != nil {
 		p.send(*failed)
-		os.Exit(71)
+		os.Exit(ExitSetup)
 	}
 	p.gate = g
 	return nil
@@ -285,14 +278,14 @@ func (p *proc) runProgram() {
 		g, failed := send(&p.spec)
 		if failed != nil {
 			p.send(*failed)
-			os.Exit(71)
+			os.Exit(ExitSetup)
 		}
 		p.gate = g
 	}
 	failed, steps, listener := p.gate.wait(&p.spec)
 	if failed != nil {
 		p.send(*failed) // error or exec_error, relayed as is
-		os.Exit(71)
+		os.Exit(ExitSetup)
 	}
 	started := monoUs()
 	p.send(Msg{Type: MsgStarted, Pid: p.gate.pid, Steps: steps, StartUs: started})
