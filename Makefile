@@ -149,15 +149,15 @@ lint: deps
 unit: deps csan
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
-# nsexec's C (the program's process from fork to exec, and the early
-# child's config), built with AddressSanitizer and UBSan, any finding
+# nsexec's C (the program's process from fork to exec, the early child's
+# config, the user namespace child), built with AddressSanitizer and UBSan, any finding
 # fatal, and its unit tests run (nsexec/ctest/gate_test.c). The same
 # warnings as the cgo build (spawn_linux.go's #cgo CFLAGS), as errors.
 CSAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wextra -Werror
 csan:
 	@mkdir -p bin
-	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c nsexec/gate_linux.c nsexec/spawn_linux.c
+	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c nsexec/gate_linux.c nsexec/spawn_linux.c nsexec/userns_linux.c
 	bin/gate_test
 
 # Every Fuzz target, one at a time (go test -fuzz takes one per run), each

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -39,17 +38,6 @@ func IsInit() bool {
 	// "ward init" (a long-lived sandbox) or "ward init N" (N cgroup.procs
 	// fds for spawn_linux.c's early child).
 	return (len(os.Args) == 2 || len(os.Args) == 3) && os.Args[1] == initArg && os.Getpid() == 1
-}
-
-// IsIdmapHolder reports whether this process only holds a user namespace
-// open for an idmapped mount (see ward's mounts.go): it waits for EOF on
-// stdin and exits.
-func IsIdmapHolder() bool { return len(os.Args) == 1 && os.Args[0] == "ward-idmap" }
-
-// RunIdmapHolder waits for EOF on stdin, then exits.
-func RunIdmapHolder() {
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
 }
 
 // forwarded are relayed from the parent to the program.

@@ -99,4 +99,7 @@ char *ward_pack_gate(const struct ward_gate *g, size_t *n);
 int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, long *detail);
 void ward_unpack_free(struct ward_gate *g);
 
+// A child in a new user namespace, for an idmapped mount (userns_linux.c).
+int ward_userns_child(int rfd);
+
 #endif

@@ -6,10 +6,12 @@
 // that a read past the end is caught. Then the program's process itself
 // (spawn_linux.c), forked by ward_spawn and by the early child, running
 // /bin/true: no cgroup, no namespace but a cgroup namespace of the child's
-// own, so nothing outside the child changes.
+// own, so nothing outside the child changes. And the child that holds a
+// user namespace for an idmapped mount (userns_linux.c).
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +351,26 @@ static void test_early_child(void) {
 	expect_run("early child, no config", fd, pid, 0, 0, 0, 0);
 }
 
+// test_userns_child: the child is in a user namespace of its own, and it
+// ends by itself at EOF on its pipe (as when ward dies before killing it).
+static void test_userns_child(void) {
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) abort();
+	int pid = ward_userns_child(p[0]);
+	close(p[0]);
+	EXPECT(pid > 0, "ward_userns_child: %d", pid);
+	if (pid <= 0) return;
+	char path[64], ours[64] = "", theirs[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	EXPECT(readlink("/proc/self/ns/user", ours, sizeof(ours) - 1) > 0, "readlink self");
+	EXPECT(readlink(path, theirs, sizeof(theirs) - 1) > 0, "readlink %s", path);
+	EXPECT(strcmp(ours, theirs) != 0, "the child is in our user namespace, %s", ours);
+	close(p[1]);
+	int ws;
+	EXPECT(waitpid(pid, &ws, 0) == pid, "waitpid");
+	EXPECT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "status %#x, want exit 0", ws);
+}
+
 static void test_step_names(void) {
 	EXPECT(strcmp(ward_step_name(WARD_STEP_STDIO), "set-stdio") == 0, "first");
 	EXPECT(strcmp(ward_step_name(WARD_STEP_FORK), "fork-program") == 0, "last");
@@ -364,8 +386,9 @@ int main(void) {
 		// its first privileged step fails instead.
 		test_spawn();
 		test_early_child();
+		test_userns_child();
 	} else {
-		fprintf(stderr, "gate_test: not root: ward_spawn and the early child not run\n");
+		fprintf(stderr, "gate_test: not root: ward_spawn, the early child and the user namespace child not run\n");
 	}
 	if (failures) {
 		fprintf(stderr, "gate_test: %d failures\n", failures);
