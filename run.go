@@ -36,11 +36,8 @@ const setupTimeout = 30 * time.Second
 // /proc/self/exe for that), Init runs it and never returns. Otherwise it
 // returns at once.
 func Init() {
-	switch {
-	case nsexec.IsInit():
+	if nsexec.IsInit() {
 		nsexec.RunInit()
-	case nsexec.IsIdmapHolder():
-		nsexec.RunIdmapHolder()
 	}
 }
 

@@ -125,7 +125,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	if !opt.HostNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
-	args := []string{"ward", initArg}
+	args := []string{initArgv0, initArg}
 	if !opt.Session {
 		// The init forks the program's process first thing, and tells it
 		// how many cgroup.procs fds to write (spawn_linux.c).
