@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // firstFD is the first fd the init inherits past its protocol socket (3).
-const firstFD = 4
+const firstFD = cgroupFD0
 
 // Files numbers the fds the init inherits: Add returns the number the
 // init sees the file as, so no number is computed anywhere else.

@@ -22,9 +22,10 @@ import (
 
 // What Go and C agree on, from spawn_linux.h.
 const (
-	initArgv0 = C.WARD_ARGV0    // "ward init [N]" is the sandbox init
-	initArg   = C.WARD_INIT_ARG // (N: spawn_linux.c's early child's cgroups)
-	protoFd   = C.WARD_PROTO_FD // the protocol socket in the init (to the parent)
+	initArgv0 = C.WARD_ARGV0      // "ward init [N]" is the sandbox init
+	initArg   = C.WARD_INIT_ARG   // (N: spawn_linux.c's early child's cgroups)
+	protoFd   = C.WARD_PROTO_FD   // the protocol socket in the init (to the parent)
+	cgroupFD0 = C.WARD_CGROUP_FD0 // the first fd the init inherits past it
 	// ExitSetup (71) is the exit status of a setup failure: the init's, the
 	// program's process's before exec, and ward's.
 	ExitSetup = C.WARD_EXIT_SETUP
