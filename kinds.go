@@ -58,10 +58,18 @@ func (v *value[T]) parseTOML(c *Config, raw any) string {
 		return err.Error()
 	}
 	if r := v.rule(x); r != "" {
-		return v.format(x) + ": " + r
+		return v.tomlText(x) + ": " + r
 	}
 	v.set(c, x)
 	return ""
+}
+
+// tomlText is x as a config file writes it.
+func (v *value[T]) tomlText(x T) string {
+	if v.quoted {
+		return strconv.Quote(v.format(x))
+	}
+	return v.format(x)
 }
 
 func (v *value[T]) check(c *Config) (string, string) {
@@ -81,13 +89,7 @@ func (v *value[T]) zero(c *Config) bool {
 	return v.get(c) == zero
 }
 
-func (v *value[T]) toml(c *Config) string {
-	s := v.format(v.get(c))
-	if v.quoted {
-		return strconv.Quote(s)
-	}
-	return s
-}
+func (v *value[T]) toml(c *Config) string { return v.tomlText(v.get(c)) }
 
 func (v *value[T]) copyTo(dst, src *Config) { v.set(dst, v.get(src)) }
 
@@ -206,12 +208,20 @@ func (l *list[E]) parseTOML(c *Config, raw any) string {
 			return err.Error()
 		}
 		if r := l.rule(x); r != "" {
-			return l.format(x) + ": " + r
+			return l.tomlText(x) + ": " + r
 		}
 		xs = append(xs, x)
 	}
 	*l.ptr(c) = xs
 	return ""
+}
+
+// tomlText is x as a config file writes it.
+func (l *list[E]) tomlText(x E) string {
+	if l.quoted {
+		return strconv.Quote(l.format(x))
+	}
+	return l.format(x)
 }
 
 func (l *list[E]) check(c *Config) (string, string) {
@@ -229,10 +239,7 @@ func (l *list[E]) toml(c *Config) string {
 	xs := *l.ptr(c)
 	parts := make([]string, len(xs))
 	for i, x := range xs {
-		parts[i] = l.format(x)
-		if l.quoted {
-			parts[i] = strconv.Quote(parts[i])
-		}
+		parts[i] = l.tomlText(x)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -268,4 +275,18 @@ func mountsOf(p func(*Config) *[]Mount) *list[Mount] {
 		}
 		return m.Source + ":" + m.Target + ":" + mode
 	}, ftype: "stringArray", quoted: true}
+}
+
+// workspaceKind is Config.Workspace, whose flag, DIR[:ro|rw], sets
+// Config.WorkspaceAccess too (the setting workspace_access, via
+// workspace); the config file has a key for each.
+type workspaceKind struct{ *value[string] }
+
+func (w workspaceKind) parseFlag(c *Config, s string, _ bool) string {
+	dir, access, err := ParseWorkspace(s)
+	if err != nil {
+		return err.Error()
+	}
+	c.Workspace, c.WorkspaceAccess = dir, access
+	return ""
 }

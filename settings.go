@@ -93,6 +93,14 @@ func buildSettings() []*setting {
 			kind: textOf(func(c *Config) *string { return &c.Limits }, oneOf("want strict or best-effort", LimitsStrict, LimitsBestEffort))},
 		{flag: "allow-nested", key: "allow_nested", help: "let the program make a sandbox of its own (ward, bubblewrap): new user, mount and PID namespaces allowed, /proc unmasked, no Landlock; every other rule stays",
 			kind: boolOf(func(c *Config) *bool { return &c.AllowNested })},
+		{flag: "workspace", key: "workspace", hostPath: true, help: "bind `DIR` at /workspace, read-write (DIR:rw, the default) or read-only (DIR:ro), as the working directory unless --workdir; what the program creates there is the caller's",
+			kind: workspaceKind{textOf(func(c *Config) *string { return &c.Workspace }, func(s string) string {
+				return why(s == "", "want a directory (workspace_access = \"none\" for none)")
+			})}},
+		{key: "workspace_access", via: "workspace",
+			kind: textOf(func(c *Config) *string { return &c.WorkspaceAccess }, oneOf(`want "none", "ro" or "rw"`, WorkspaceNone, WorkspaceRO, WorkspaceRW))},
+		{key: "env_pass",
+			kind: textsOf(func(c *Config) *[]string { return &c.EnvPass }, func(e string) string { return errText(checkEnvPass(e)) })},
 		{flag: "audit-log", key: "audit_log", hostPath: true, help: "append one JSON line per execution to FILE (created 0600; never the program's output or environment; docs/audit.md); if it cannot be opened nothing runs (exit 71)",
 			kind: textOf(func(c *Config) *string { return &c.AuditLog }, func(s string) string { return why(strings.ContainsRune(s, 0), "want a file name") })},
 
@@ -167,12 +175,9 @@ func commandLineOnly() []*setting {
 			kind: boolOf(func(c *Config) *bool { return &c.Overlay })},
 		{flag: "overlay-keep", help: "with --overlay, copy what the program changed into this empty DIR at the end",
 			kind: textOf(func(c *Config) *string { return &c.OverlayKeep }, nil)},
-		{flag: "env", help: "set K=V, or pass K from the caller (repeatable)",
-			kind: textsOf(func(c *Config) *[]string { return &c.Env }, func(e string) string {
-				k, _, _ := strings.Cut(e, "=")
-				return why(k == "" || strings.ContainsRune(k, 0), "want K=V or K")
-			})},
-		{flag: "workdir", def: DefaultWorkdir, help: "working directory inside (absolute)",
+		{flag: "env", help: "set K=V, pass the caller's K, or pass each caller variable whose name matches a pattern such as 'APCORE_*' (*, ?, [...]) (repeatable)",
+			kind: textsOf(func(c *Config) *[]string { return &c.Env }, func(e string) string { return errText(checkEnvEntry(e)) })},
+		{flag: "workdir", help: "working directory inside, absolute (default /workspace with --workspace, else " + DefaultWorkdir + ")",
 			kind: textOf(func(c *Config) *string { return &c.Workdir }, func(s string) string {
 				return why(!filepath.IsAbs(s), "must be an absolute path inside the sandbox")
 			})},
@@ -196,10 +201,14 @@ func (s *setting) nameOf() string {
 	return strings.ReplaceAll(s.flag, "-", "_")
 }
 
-// errorKey names s in a *ConfigError: its flag, else its name.
+// errorKey names s in a *ConfigError: its flag, else the flag that sets
+// it, else its name.
 func (s *setting) errorKey() string {
-	if s.flag != "" {
+	switch {
+	case s.flag != "":
 		return s.flag
+	case s.via != "":
+		return s.via
 	}
 	return s.nameOf()
 }

@@ -84,7 +84,7 @@ static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_repo
 	r->err = (int32_t)-err;
 	r->detail = detail;
 	report(g->report_fd, r);
-	sys(SYS_exit_group, kind == WARD_REPORT_EXEC_ERROR ? 127 : 71, 0, 0, 0, 0);
+	sys(SYS_exit_group, kind == WARD_REPORT_EXEC_ERROR ? 127 : WARD_EXIT_SETUP, 0, 0, 0, 0);
 	__builtin_unreachable();
 }
 
@@ -196,7 +196,7 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		long n;
 		do n = sys(SYS_read, g->wait_fd, (long)&b, 1, 0, 0);
 		while (n == -EINTR);
-		if (n != 1) sys(SYS_exit_group, 71, 0, 0, 0, 0); // the init gave up: it reports why
+		if (n != 1) sys(SYS_exit_group, WARD_EXIT_SETUP, 0, 0, 0, 0); // the init gave up: it reports why
 	}
 	// Only the report socket (and the Landlock ruleset, closed once
 	// enforced) from here on (all close on exec).
@@ -411,43 +411,28 @@ int ward_spawn(struct ward_gate *g) {
 }
 
 // The early child. A sandbox init ("ward init N", PID 1, N the number of
-// cgroup.procs fds from fd 4) forks the program's process here, in a
-// constructor, before the Go runtime starts: the child enters the cgroup at
-// once, so that on cgroup v1 the kernel's grace period for the migration
-// runs while the init starts its runtime, reads its config and builds the
-// root. The child is a plain single-threaded C process (glibc is set up,
+// cgroup.procs fds from WARD_CGROUP_FD0) forks the program's process here,
+// in a constructor, before the Go runtime starts: the child enters the
+// cgroup at once, so that on cgroup v1 the kernel's grace period for the
+// migration runs while the init starts its runtime, reads its config and
+// builds the root. The child is a plain single-threaded C process (glibc is set up,
 // no Go runtime in it), so it may malloc. It then waits for its config
-// (ward_send_gate) on a SOCK_SEQPACKET socket, the same one it reports on.
+// (ward_send_gate_to, one message packed by gate_linux.c) on a
+// SOCK_SEQPACKET socket, the same one it reports on.
 int ward_early_pid = -1, ward_early_fd = -1;
 
-// The config travels as the struct (pointers zeroed) followed by the
-// filters, dir, file, path, then argc, the arguments, envc, the
-// environment, each string NUL-terminated.
-struct packed {
-	struct ward_gate g;
-	int32_t argc, envc;
-};
-
-// take_str returns the NUL-terminated string at *p and moves past it, or
-// NULL when no NUL comes before end.
-static const char *take_str(char **p, char *end) {
-	if (*p >= end) return NULL;
-	char *nul = memchr(*p, 0, end - *p);
-	if (!nul) return NULL;
-	const char *s = *p;
-	*p = nul + 1;
-	return s;
-}
-
-static void __attribute__((noreturn)) early_child(int fd, int ncg) {
+// ward_early_child is the early child (a function of its own, not static,
+// so that ctest/gate_test.c can run it): it enters its ncg cgroups (fds
+// WARD_CGROUP_FD0...), takes its config on fd (gate_linux.c) and goes on.
+void __attribute__((noreturn)) ward_early_child(int fd, int ncg) {
 	struct ward_report r;
 	memset(&r, 0, sizeof(r));
 	int64_t t = now_us();
 	for (int i = 0; i < ncg; i++) {
-		long e = sys(SYS_write, 4 + i, (long)"0", 1, 0, 0);
+		long e = sys(SYS_write, WARD_CGROUP_FD0 + i, (long)"0", 1, 0, 0);
 		if (e < 0) {
 			r.err = (int32_t)-e;
-			r.detail = 4 + i;
+			r.detail = WARD_CGROUP_FD0 + i;
 			break;
 		}
 	}
@@ -463,7 +448,6 @@ static void __attribute__((noreturn)) early_child(int fd, int ncg) {
 	if (n == 0) _exit(0); // EOF: no program (the init failed first, or it forks another)
 	struct ward_gate bad = {.report_fd = fd};
 	if (n < 0) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, n, 0);
-	if (n < (long)sizeof(struct packed)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, n);
 	char *buf = malloc(n);
 	if (!buf) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, n);
 	// The Landlock ruleset, if any, comes with the config (SCM_RIGHTS).
@@ -481,46 +465,17 @@ static void __attribute__((noreturn)) early_child(int fd, int ncg) {
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
 		memcpy(&landlock_fd, CMSG_DATA(c), sizeof(int));
-	struct packed *pk = (struct packed *)buf;
-	struct ward_gate *g = &pk->g;
-	// The config says whether a ruleset was sent: one must have come.
-	if ((g->landlock_fd >= 0) != (landlock_fd >= 0)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 8);
-	g->landlock_fd = landlock_fd;
-	g->report_fd = fd;
-	g->wait_fd = -1;
-	g->ncgroup = 0;
-	g->dir = g->file = g->path = NULL;
-	g->argv = g->envp = NULL;
-	for (int i = 0; i < WARD_MAX_FILTERS; i++) g->filters[i] = NULL;
-	// Everything the message says is checked against its size.
-	char *p = buf + sizeof(*pk), *end = buf + n;
-	if (g->nfilters < 0 || g->nfilters > WARD_MAX_FILTERS || pk->argc < 1 || pk->envc < 0 || pk->argc > (1 << 20) ||
-	    pk->envc > (1 << 20))
-		fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 1);
-	for (int i = 0; i < g->nfilters; i++) {
-		size_t len = (size_t)g->filter_len[i] * 8;
-		if (len == 0 || len > (size_t)(end - p)) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 2);
-		g->filters[i] = p;
-		p += len;
-	}
-	const char **strs[3] = {&g->dir, &g->file, &g->path};
-	for (int i = 0; i < 3; i++)
-		if (!(*strs[i] = take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 3);
-	char **argv = calloc((size_t)pk->argc + 1, sizeof(char *)), **envp = calloc((size_t)pk->envc + 1, sizeof(char *));
-	if (!argv || !envp) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, 4);
-	for (int i = 0; i < pk->argc; i++)
-		if (!(argv[i] = (char *)take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 5);
-	for (int i = 0; i < pk->envc; i++)
-		if (!(envp[i] = (char *)take_str(&p, end))) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 6);
-	if (p != end) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -EBADMSG, 7);
-	g->argv = argv;
-	g->envp = envp;
-	child(g, &r);
+	struct ward_gate g;
+	long detail;
+	long e = ward_unpack_gate(buf, n, landlock_fd, &g, &detail);
+	if (e < 0) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, e, detail);
+	g.report_fd = fd;
+	child(&g, &r);
 }
 
 __attribute__((constructor)) static void ward_early(int argc, char **argv, char **envp) {
 	(void)envp;
-	if (argc != 3 || strcmp(argv[0], "ward") != 0 || strcmp(argv[1], "init") != 0 || getpid() != 1) return;
+	if (argc != 3 || strcmp(argv[0], WARD_ARGV0) != 0 || strcmp(argv[1], WARD_INIT_ARG) != 0 || getpid() != 1) return;
 	int ncg = atoi(argv[2]);
 	if (ncg < 0 || ncg > WARD_MAX_CGROUPS) return;
 	int sv[2];
@@ -528,7 +483,7 @@ __attribute__((constructor)) static void ward_early(int argc, char **argv, char 
 	long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0) {
 		close(sv[0]);
-		early_child(sv[1], ncg);
+		ward_early_child(sv[1], ncg);
 	}
 	close(sv[1]);
 	if (pid < 0) {
@@ -542,29 +497,9 @@ __attribute__((constructor)) static void ward_early(int argc, char **argv, char 
 // ward_send_gate_to sends g to the early child over fd: it goes on from
 // there. It returns 0 or -errno.
 int ward_send_gate_to(struct ward_gate *g, int fd) {
-	size_t n = sizeof(struct packed);
-	int argc = 0, envc = 0;
-	for (int i = 0; i < g->nfilters; i++) n += (size_t)g->filter_len[i] * 8;
-	n += strlen(g->dir) + strlen(g->file) + strlen(g->path) + 3;
-	for (; g->argv[argc]; argc++) n += strlen(g->argv[argc]) + 1;
-	for (; g->envp[envc]; envc++) n += strlen(g->envp[envc]) + 1;
-	char *buf = calloc(1, n), *p = buf + sizeof(struct packed);
+	size_t n;
+	char *buf = ward_pack_gate(g, &n);
 	if (!buf) return -ENOMEM;
-	struct packed *pk = (struct packed *)buf;
-	pk->g = *g;
-	pk->argc = argc;
-	pk->envc = envc;
-	for (int i = 0; i < WARD_MAX_FILTERS; i++) pk->g.filters[i] = NULL;
-	pk->g.dir = pk->g.file = pk->g.path = NULL;
-	pk->g.argv = pk->g.envp = NULL;
-	for (int i = 0; i < g->nfilters; i++) {
-		memcpy(p, g->filters[i], (size_t)g->filter_len[i] * 8);
-		p += (size_t)g->filter_len[i] * 8;
-	}
-	const char *strs[3] = {g->dir, g->file, g->path};
-	for (int i = 0; i < 3; i++) p = stpcpy(p, strs[i]) + 1;
-	for (int i = 0; i < argc; i++) p = stpcpy(p, g->argv[i]) + 1;
-	for (int i = 0; i < envc; i++) p = stpcpy(p, g->envp[i]) + 1;
 	// The Landlock ruleset goes along as an fd of the child's own.
 	union {
 		struct cmsghdr h;

@@ -65,6 +65,7 @@ func newRunCmd() *cobra.Command {
   ward run --allow-read=./input --allow-write=./output -- ./solution
   ward run --virtual-fs --mount=/data:/sandbox/data:ro -- app
   ward run --overlay --overlay-keep=./changes -- sh -c 'pip install --user x'
+  ward run --workspace=./project --env 'APCORE_*' -- make test
   # network
   ward run --allow-network=pypi.org --allow-network=files.pythonhosted.org --log-network -- pip download x
   # syscalls
