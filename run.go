@@ -175,12 +175,16 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 
 	// The cgroup exists before any process of the sandbox does; the
 	// program's process joins it before it runs any of its code.
-	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
+	cgRes := cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes}
+	cg, err := cgroup.New(cgRes)
 	if err != nil && os.Geteuid() != 0 {
-		// An unprivileged caller without a delegated cgroup: what a
-		// cgroup alone can hold is refused, or held per process.
-		if err = withoutCgroup(cfg, spec, res, err); err == nil {
-			cg = cgroup.None()
+		// An unprivileged caller without a delegated cgroup: a systemd
+		// user manager may give ward a scope that is; else what a cgroup
+		// alone can hold is refused, or held per process.
+		if cg, err = cgroup.NewInUserScope(cgRes, err); err != nil {
+			if err = withoutCgroup(cfg, spec, res, err); err == nil {
+				cg = cgroup.None()
+			}
 		}
 	}
 	if err != nil {
@@ -378,7 +382,7 @@ func withoutCgroup(cfg Config, spec *nsexec.Spec, res *Result, cgErr error) erro
 	if cfg.CPULimit > 0 {
 		need = append(need, "--cpu-limit")
 	}
-	const how = "get a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes ward run ..., or a systemd service with Delegate=yes)"
+	const how = "get a delegated cgroup v2 subtree (a systemd user manager, which ward asks for a scope itself; systemd-run --user --scope -p Delegate=yes ward run ...; or a systemd service with Delegate=yes)"
 	switch {
 	case cfg.CPULimit > 0:
 		return fmt.Errorf("%s needs a cgroup, and this host gives ward none (%v): %s; nothing per process can hold a CPU share", strings.Join(need, ", "), cgErr, how)
