@@ -52,9 +52,16 @@ func NewServer(dir Dir) *Server {
 // as OpStop does, and Serve returns once they are gone. A supervisor that
 // never got a sandbox serves until ctx ends.
 func (s *Server) Serve(ctx context.Context, ready func(error)) error {
-	sock := s.Dir.supervisorSock()
-	_ = os.Remove(sock) // a dead supervisor's: the lock says none runs
-	ln, err := net.Listen("unix", sock)
+	err := s.Dir.Ensure()
+	if err == nil {
+		err = os.MkdirAll(s.Dir.supervisorDir(), 0o700)
+	}
+	var ln net.Listener
+	if err == nil {
+		sock := s.Dir.supervisorSock()
+		_ = os.Remove(sock) // a dead supervisor's: the lock says none runs
+		ln, err = net.Listen("unix", sock)
+	}
 	if err != nil {
 		ready(err)
 		return err
