@@ -221,7 +221,13 @@ func (s *Server) start(name string, cfg ward.Config) error {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
-				return
+				select {
+				case <-ss.stop: // its socket is closed
+					return
+				default: // EMFILE and the like: wait, then go on
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
 			}
 			s.handlers.Add(1)
 			go func() {
