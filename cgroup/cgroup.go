@@ -1,8 +1,8 @@
 // Package cgroup holds every process of a sandbox's program in one cgroup
 // and reads its figures: CPU time, memory peak, OOM kills, throttling,
 // processes. One small Manager, two implementations: cgroup v2 (unified)
-// and v1 (legacy or hybrid, as on hosts that still mount it), both over
-// github.com/containerd/cgroups/v3 for creating, limiting and removing.
+// and v1 (legacy or hybrid, as on hosts that still mount it), made with a
+// mkdir and a few writes each (create.go).
 //
 // Figures are read straight from the few cgroup files that hold them (one
 // read per figure) rather than through the library's Stat, which parses
@@ -20,8 +20,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	cgroups "github.com/containerd/cgroups/v3"
 
 	"github.com/wardbox/ward/internal/procstat"
 )
@@ -88,14 +86,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Layout is the host's cgroup layout, as containerd/cgroups sees it.
+// Layout is the host's cgroup layout: v2, v1-hybrid, v1 or none.
 func Layout() string {
-	switch cgroups.Mode() {
-	case cgroups.Unified:
+	switch hostMode() {
+	case modeV2:
 		return "v2"
-	case cgroups.Hybrid:
+	case modeHybrid:
 		return "v1-hybrid"
-	case cgroups.Legacy:
+	case modeV1:
 		return "v1"
 	}
 	return "none"
@@ -106,10 +104,10 @@ func Layout() string {
 // stale cgroups of wards that died, and sets r on it.
 func New(r Resources) (Manager, error) {
 	name := fmt.Sprintf("%s%d-%08x", Prefix, os.Getpid(), rand.Uint32())
-	switch cgroups.Mode() {
-	case cgroups.Unified:
+	switch hostMode() {
+	case modeV2:
 		return newV2(name, r)
-	case cgroups.Legacy, cgroups.Hybrid:
+	case modeV1, modeHybrid:
 		return newV1(name, r)
 	}
 	return nil, &Error{Op: "detect", Path: "/sys/fs/cgroup", Err: errors.New("no cgroup file system mounted"),
@@ -294,8 +292,8 @@ func selfCgroup(ctl string) (string, error) {
 // Clean removes the stale cgroups (their ward is gone) under this
 // process's own cgroups, and returns their paths.
 func Clean() ([]string, error) {
-	switch cgroups.Mode() {
-	case cgroups.Unified:
+	switch hostMode() {
+	case modeV2:
 		self, err := selfCgroup("")
 		if err != nil {
 			return nil, err
@@ -307,15 +305,15 @@ func Clean() ([]string, error) {
 			removed = append(removed, sw.removeStale(filepath.Dir(dir))...)
 		}
 		return removed, nil
-	case cgroups.Legacy, cgroups.Hybrid:
+	case modeV1, modeHybrid:
 		var removed []string
 		sw := &sweep{thorough: true}
 		for _, c := range v1Controllers {
-			self, err := selfCgroup(string(c))
+			self, err := selfCgroup(c)
 			if err != nil {
 				return removed, err
 			}
-			removed = append(removed, sw.removeStale(filepath.Join(v1Root, string(c), self))...)
+			removed = append(removed, sw.removeStale(filepath.Join(v1Root, c, self))...)
 		}
 		return removed, nil
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/containerd/cgroups/v3/cgroup2"
 )
 
 // v2Root is the unified hierarchy's mount point.
@@ -39,22 +37,8 @@ func newV2(name string, r Resources) (Manager, error) {
 		return nil, err
 	}
 	(&sweep{}).removeStale(parent)
-	res := &cgroup2.Resources{Memory: &cgroup2.Memory{}, CPU: &cgroup2.CPU{}, Pids: &cgroup2.Pids{}}
-	if r.MemoryBytes > 0 {
-		zero := int64(0)
-		res.Memory.Max, res.Memory.Swap = &r.MemoryBytes, &zero
-	}
-	if r.CPUPercent > 0 {
-		quota, period := int64(r.CPUPercent)*1000, uint64(100000)
-		res.CPU.Max = cgroup2.NewCPUMax(&quota, &period)
-	}
-	if r.Pids > 0 {
-		res.Pids.Max = int64(r.Pids)
-	}
 	path := filepath.Join(parent, name)
-	_, err = cgroup2.NewManager(v2Root, filepath.Join(self, name), res)
-	if err != nil {
-		_ = syscall.Rmdir(path)
+	if err := makeCgroup(path, v2Knobs(r)); err != nil {
 		return nil, &Error{Op: "create", Path: path, Err: err}
 	}
 	return &v2{path: path}, nil
