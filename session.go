@@ -218,6 +218,11 @@ func (s *Sandbox) exec(ctx context.Context, c Command, id int) (*Result, error) 
 			switch {
 			case ev.Started:
 				start = time.Now()
+				if ctxErr != nil {
+					// ctx ended before the init knew the command's
+					// process: that kill found nothing to kill.
+					s.l.sb.KillExec(id, syscall.SIGKILL)
+				}
 				if c.TimeLimit > 0 {
 					deadline = time.After(c.TimeLimit)
 				}

@@ -142,6 +142,25 @@ func TestSessionContextCancelKillsTheCommand(t *testing.T) {
 	}
 }
 
+// TestSessionContextEndedBeforeTheStartKillsTheCommand: a context that
+// ends before the command has started (here: before Exec is called) still
+// kills it once it starts.
+func TestSessionContextEndedBeforeTheStartKillsTheCommand(t *testing.T) {
+	sb := start(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() { _, err := sb.Exec(ctx, Command{Args: []string{"sleep", "120"}}); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Exec = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Exec still waits for a command whose context ended before it started")
+	}
+}
+
 func TestSession50ConcurrentExecs(t *testing.T) {
 	sb := start(t, Config{})
 	var wg sync.WaitGroup
