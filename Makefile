@@ -22,7 +22,7 @@ COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_FLAGS := -trimpath -tags netgo,osusergo \
 	-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -linkmode external -extldflags "-static"'
 
-.PHONY: all deps build demo test unit integration lint fmt clean man completions install uninstall bench soak fuzz
+.PHONY: all deps build demo test unit csan integration lint fmt clean man completions install uninstall bench soak fuzz
 all: build
 
 deps: .deps-stamp
@@ -146,8 +146,19 @@ lint: deps
 	$(GO) vet ./...
 	staticcheck ./...
 
-unit: deps
+unit: deps csan
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+# nsexec's C (the program's process from fork to exec, the early child's
+# config, the user namespace child), built with AddressSanitizer and UBSan, any finding
+# fatal, and its unit tests run (nsexec/ctest/gate_test.c). The same
+# warnings as the cgo build (spawn_linux.go's #cgo CFLAGS), as errors.
+CSAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-Wall -Wextra -Werror
+csan:
+	@mkdir -p bin
+	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c nsexec/gate_linux.c nsexec/spawn_linux.c nsexec/userns_linux.c
+	bin/gate_test
 
 # Every Fuzz target, one at a time (go test -fuzz takes one per run), each
 # for FUZZTIME; not part of `make test` (their seed corpora, f.Add and

@@ -238,8 +238,17 @@ func CheckAuditLog(cfg Config) error {
 }
 
 // auditWorkspace is the host directory the record names as the sandbox's
-// workspace; Config has none yet, so it is empty.
-func auditWorkspace(Config) string { return "" }
+// workspace ("" without one).
+func auditWorkspace(c Config) string {
+	dir, _, ok := c.workspace()
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(dir) && c.Cwd != "" {
+		dir = filepath.Join(c.Cwd, dir)
+	}
+	return dir
+}
 
 // auditEntry is what a record is made from.
 type auditEntry struct {

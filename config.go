@@ -51,6 +51,15 @@ const (
 	LogVerbose = "verbose"
 )
 
+// Workspace access (Config.WorkspaceAccess; ash's workspace_access).
+const (
+	WorkspaceRW   = "rw"
+	WorkspaceRO   = "ro"
+	WorkspaceNone = "none" // no workspace, whatever Config.Workspace says
+	// WorkspaceDir is where Config.Workspace is bound inside.
+	WorkspaceDir = "/workspace"
+)
+
 // Defaults of the default profile (DESIGN.md sections 1 and 2).
 const (
 	DefaultWorkdir = "/home/sandbox"
@@ -81,8 +90,22 @@ type Config struct {
 	// sandbox's PATH when it has no slash.
 	Args []string
 	// Env adds variables on top of the base environment (DESIGN.md
-	// section 2): "K=V" sets K, "K" passes K from the caller's environment.
+	// section 2): "K=V" sets K, "K" passes K from the caller's environment,
+	// a pattern ("APCORE_*": *, ? and [...] on names) passes every caller
+	// variable whose name matches, but those ward sets itself (HOME,
+	// TMPDIR, USER, the proxy's). Anything else is refused.
 	Env []string
+	// EnvPass are names or patterns passed as a bare Env entry is, before
+	// Env (the config file's env_pass).
+	EnvPass []string
+	// Workspace is a host directory bound at /workspace (WorkspaceDir), and
+	// the working directory unless Workdir says otherwise. Relative to Cwd.
+	// It is bound as a writable --mount is: what the program creates there
+	// belongs to the caller, never with a setuid or setgid bit.
+	Workspace string
+	// WorkspaceAccess is WorkspaceRW (when empty), WorkspaceRO, or
+	// WorkspaceNone (no workspace at all).
+	WorkspaceAccess string
 	// AllowRead are host files or directories bound read-only (nosuid,
 	// nodev, noexec) at the same path inside. Relative paths are taken
 	// against the caller's working directory; symlinks are resolved on the
@@ -121,7 +144,8 @@ type Config struct {
 	// /home/sandbox and /dev/shm. Their pages are charged to the sandbox's
 	// memory, so an explicit size above MemoryLimit is refused.
 	Tmp, Home, Shm Scratch
-	// Workdir is the working directory inside; empty means /home/sandbox.
+	// Workdir is the working directory inside; empty means /workspace with
+	// a workspace, else /home/sandbox.
 	Workdir string
 	// Network is NetworkNone (default when empty), NetworkProxy (implied by
 	// AllowNetwork) or NetworkHost.
@@ -284,6 +308,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workdir == "" {
 		c.Workdir = DefaultWorkdir
+		if _, _, ok := c.workspace(); ok {
+			c.Workdir = WorkspaceDir
+		}
 	}
 	if c.Network == "" || (c.Network == NetworkNone && (len(c.AllowNetwork) > 0 || c.LogNetwork)) {
 		c.Network = NetworkNone
@@ -405,13 +432,10 @@ func (c Config) Validate() error {
 	if strings.ContainsRune(c.AuditLog, 0) {
 		return &ConfigError{Key: "audit-log", Value: c.AuditLog, Reason: "want a file name"}
 	}
-	for _, e := range c.Env {
-		k, _, _ := strings.Cut(e, "=")
-		if k == "" || strings.ContainsAny(k, "\x00") {
-			return &ConfigError{Key: "env", Value: e, Reason: "want K=V or K"}
-		}
+	if err := c.checkWorkspace(); err != nil {
+		return err
 	}
-	return nil
+	return c.checkEnv()
 }
 
 // FileDescriptorLimits is the RLIMIT_NOFILE the program starts with: n for

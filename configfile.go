@@ -28,6 +28,45 @@ type limitKeys struct {
 	AuditLog        *string `toml:"audit_log"`
 }
 
+// callerKeys are ash's workspace keys and the environment's pass list.
+type callerKeys struct {
+	Workspace       *string  `toml:"workspace"`
+	WorkspaceAccess *string  `toml:"workspace_access"`
+	EnvPass         []string `toml:"env_pass"`
+}
+
+// apply checks the keys and sets them on l; a relative workspace is
+// relative to the file's directory dir.
+func (k *callerKeys) apply(l *Layer, dir string) error {
+	if k.Workspace != nil {
+		w := *k.Workspace
+		if w == "" {
+			return fmt.Errorf("workspace: want a directory (workspace_access = \"none\" for none)")
+		}
+		if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~") {
+			w = filepath.Join(dir, w)
+		}
+		l.Workspace = &w
+	}
+	if a := k.WorkspaceAccess; a != nil {
+		switch *a {
+		case WorkspaceNone, WorkspaceRO, WorkspaceRW:
+		default:
+			return fmt.Errorf("workspace_access: %q: want \"none\", \"ro\" or \"rw\"", *a)
+		}
+		l.WorkspaceAccess = a
+	}
+	if k.EnvPass != nil {
+		for _, e := range k.EnvPass {
+			if err := checkEnvPass(e); err != nil {
+				return fmt.Errorf("env_pass: %q: %w", e, err)
+			}
+		}
+		l.EnvPass = &k.EnvPass
+	}
+	return nil
+}
+
 type networkKeys struct {
 	AllowDomains  []string `toml:"allow_domains"`
 	AllowPorts    []int    `toml:"allow_ports"`
@@ -69,6 +108,7 @@ func (k *scratchKeys) each() [3]struct {
 
 type sandboxTable struct {
 	limitKeys
+	callerKeys
 	Network    *networkKeys             `toml:"network"`
 	Filesystem *filesystemKeys          `toml:"filesystem"`
 	Profiles   map[string]*profileTable `toml:"profiles"`
@@ -80,6 +120,7 @@ type sandboxTable struct {
 // nested tables are accepted too.
 type profileTable struct {
 	limitKeys
+	callerKeys
 	AllowDomains  []string `toml:"allow_domains"`
 	AllowPorts    []int    `toml:"allow_ports"`
 	BlockInternal *bool    `toml:"block_internal"`
@@ -121,6 +162,8 @@ type Layer struct {
 	Limits                               *string
 	AllowNested                          *bool
 	AuditLog                             *string
+	Workspace, WorkspaceAccess           *string
+	EnvPass                              *[]string
 	// Scratch sizes /tmp, home and /dev/shm (Config.scratchDirs' order).
 	Scratch [3]struct {
 		Size  *int64
@@ -156,7 +199,7 @@ func (e *FileError) Error() string {
 // knownKeys are every key the schema has, for "did you mean".
 var knownKeys = []string{"limits", "allow_nested", "time_limit", "cpu_time_limit", "memory_limit", "cpu_limit", "file_descriptors", "processes",
 	"allow_domains", "allow_ports", "block_internal", "allow_patterns", "deny_patterns", "max_bytes", "allow_read",
-	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "audit_log", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test"}
+	"allow_write", "max_file_size", "max_files", "tmp_size", "home_size", "shm_size", "tmp_files", "home_files", "shm_files", "allow_network", "allow_filesystem", "network", "filesystem", "profiles", "sandbox", "test", "workspace", "workspace_access", "env_pass", "audit_log"}
 
 // LoadFile reads a config file strictly: invalid TOML (file:line:col), an
 // unknown key (with the nearest known one), a wrong type or a bad value is
@@ -199,7 +242,7 @@ func ParseFile(path string, data []byte) (*File, error) {
 	}
 	dir := filepath.Dir(path)
 	s := doc.Sandbox
-	pt := &profileTable{limitKeys: s.limitKeys, Network: s.Network, Filesystem: s.Filesystem}
+	pt := &profileTable{limitKeys: s.limitKeys, callerKeys: s.callerKeys, Network: s.Network, Filesystem: s.Filesystem}
 	l, err := pt.layer(path+" [sandbox]", dir)
 	if err != nil {
 		return nil, &FileError{Path: path, Key: "sandbox", Msg: err.Error()}
@@ -250,6 +293,9 @@ func (p *profileTable) layer(source, dir string) (Layer, error) {
 			a = filepath.Join(dir, a)
 		}
 		l.AuditLog = &a
+	}
+	if err := p.callerKeys.apply(&l, dir); err != nil {
+		return l, err
 	}
 	// Nested tables first, flattened keys over them.
 	net, fs := networkKeys{}, filesystemKeys{}
@@ -511,6 +557,9 @@ func (l Layer) Apply(c *Config, explain map[string]string) {
 	set("limits", l.Limits != nil, func() { c.Limits = *l.Limits })
 	set("allow_nested", l.AllowNested != nil, func() { c.AllowNested = *l.AllowNested })
 	set("audit_log", l.AuditLog != nil, func() { c.AuditLog = *l.AuditLog })
+	set("workspace", l.Workspace != nil, func() { c.Workspace = *l.Workspace })
+	set("workspace_access", l.WorkspaceAccess != nil, func() { c.WorkspaceAccess = *l.WorkspaceAccess })
+	set("env_pass", l.EnvPass != nil, func() { c.EnvPass = *l.EnvPass })
 	for i, d := range c.scratchDirs() {
 		sc := l.Scratch[i]
 		set(d.flag+"_size", sc.Size != nil, func() { d.s.Size = *sc.Size })

@@ -89,16 +89,19 @@ func FuzzParseAddHost(f *testing.F) {
 }
 
 // FuzzSandboxEnv: the sandbox's environment (the caller's allow-listed
-// variables, ward's, then --env entries: K=V sets, K passes the caller's)
+// variables, ward's, then --env entries: K=V sets, K passes the caller's,
+// a pattern each caller variable it matches)
 // has each key once, never an empty key, and the last --env K=V wins.
 func FuzzSandboxEnv(f *testing.F) {
 	f.Add("A=1\nB\nPATH=/x", "B=2\nPATH=/usr/bin\nWARD_X=1\nSECRET=s", true)
+	f.Add("*", "=\nA=1\n=x", false)
+	f.Add("A_*\nHOME\nA_1=x", "A_1=0\nA_2=2\nHOME=/root\nA_2=3", false)
 	f.Add("=x\nHOME=/h\nA=1\nA=2", "A=0", false)
 	f.Add("", "", true)
 	f.Fuzz(func(t *testing.T, extra, caller string, proxy bool) {
 		ex, ca := strings.Split(extra, "\n"), strings.Split(caller, "\n")
 		for _, e := range ex { // what Config.Validate refuses
-			if k, _, _ := strings.Cut(e, "="); k == "" || strings.Contains(k, "\x00") {
+			if checkEnvEntry(e) != nil {
 				return
 			}
 		}

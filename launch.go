@@ -319,7 +319,7 @@ func (b *building) startInit(ctx context.Context, t0 time.Time, steps []nsexec.S
 		_, _ = sb.Wait()
 		var se *nsexec.SetupError
 		if errors.As(err, &se) && se.Step == "enter-workdir" && (se.Errno == syscall.ENOENT || se.Errno == syscall.ENOTDIR) {
-			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount or --allow-write, or use /tmp or /home/sandbox)"}
+			return l, nil, &ConfigError{Key: "workdir", Value: cfg.Workdir, Reason: "does not exist inside the sandbox (add it with --mount, --allow-write or --workspace, or use /tmp or /home/sandbox)"}
 		}
 		return l, nil, setupFailed(res, err)
 	}

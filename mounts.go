@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -47,10 +47,10 @@ type hostMount struct {
 	rw, noexec  bool
 }
 
-// resolveMounts turns --allow-read, --allow-write and --mount into host
-// paths and targets, checked, before anything starts; a bad one is a
-// *ConfigError naming the flag and value. With VirtualFS only the --mount
-// targets are added.
+// resolveMounts turns --workspace, --allow-read, --allow-write and --mount
+// into host paths and targets, checked, before anything starts; a bad one
+// is a *ConfigError naming the flag and value. With VirtualFS only the
+// workspace and the --mount targets are added.
 func resolveMounts(cfg Config) ([]hostMount, error) {
 	cwd := cfg.Cwd
 	if cwd == "" {
@@ -75,6 +75,16 @@ func resolveMounts(cfg Config) ([]hostMount, error) {
 		}
 		out = append(out, hostMount{flag: flag, value: value, src: real, dst: filepath.Clean(dst), rw: rw, noexec: noexec})
 		return nil
+	}
+	// The workspace first: a --mount may go beneath it. It is a --mount
+	// like any other, so it is there with --virtual-fs too.
+	if dir, rw, ok := cfg.workspace(); ok {
+		if err := add("workspace", dir, dir, WorkspaceDir, rw, false); err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(out[0].src); err == nil && !fi.IsDir() {
+			return nil, &ConfigError{Key: "workspace", Value: dir, Reason: out[0].src + " is not a directory"}
+		}
 	}
 	if !cfg.VirtualFS {
 		for _, p := range cfg.AllowRead {
@@ -135,11 +145,8 @@ func (o *openedMounts) close() {
 // first. Whatever it lent is in o.fallback even when it fails: the caller
 // registers o.giveBack before calling it.
 func (o *openedMounts) open(ms []hostMount, allowSockets bool, first int) (err error) {
-	var idmap *os.File
+	var idmap *os.File // shared (idmapUsernsFor): not closed here
 	defer func() {
-		if idmap != nil {
-			idmap.Close()
-		}
 		if err != nil {
 			o.close()
 		}
@@ -240,39 +247,37 @@ func (o *openedMounts) passSource(m hostMount, src *os.File, st *unix.Stat_t, al
 // idmapUserns returns a user namespace in which the caller's uid and gid
 // are the sandbox user's host uid and gid, for MOUNT_ATTR_IDMAP: through a
 // mount idmapped with it, a file owned by the caller is the sandbox user's
-// inside, and a file the sandbox user creates is the caller's on disk. A
-// short-lived child holds the namespace while its fd is opened.
+// inside, and a file the sandbox user creates is the caller's on disk.
 func idmapUserns() (*os.File, error) {
 	return idmapUsernsFor(os.Getuid(), os.Getgid(), nsexec.HostUIDBase+SandboxUID, nsexec.HostUIDBase+SandboxGID)
 }
 
+// idmaps are the user namespaces made for idmapped mounts, one per
+// mapping, kept for the process's life: a supervisor that starts many
+// sandboxes makes each once.
+var idmaps struct {
+	sync.Mutex
+	m map[[4]int]*os.File
+}
+
 // idmapUsernsFor maps the on-disk uid and gid given to the host ids host
-// and hostGID, and every other id of the sandbox's range to itself.
+// and hostGID, and every other id of the sandbox's range to itself. The
+// file is shared: never close it.
 func idmapUsernsFor(uid, gid, host, hostGID int) (*os.File, error) {
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"ward-idmap"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: idmapRanges(uid, host),
-		GidMappings: idmapRanges(gid, hostGID),
-		Pdeathsig:   syscall.SIGKILL,
+	key := [4]int{uid, gid, host, hostGID}
+	idmaps.Lock()
+	defer idmaps.Unlock()
+	if f := idmaps.m[key]; f != nil {
+		return f, nil
 	}
-	stdin, err := cmd.StdinPipe()
+	f, err := nsexec.NewUserns(idmapRanges(uid, host), idmapRanges(gid, hostGID))
 	if err != nil {
 		return nil, fmt.Errorf("idmap user namespace: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("idmap user namespace: %w", err)
+	if idmaps.m == nil {
+		idmaps.m = map[[4]int]*os.File{}
 	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
-	if err != nil {
-		return nil, fmt.Errorf("idmap user namespace: %w", err)
-	}
+	idmaps.m[key] = f
 	return f, nil
 }
 
@@ -355,12 +360,7 @@ func (o *openedMounts) giveBack() error {
 // stays as it is and its existing files stay read-only to the program;
 // notes says which. fds are numbered from first.
 func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []string, err error) {
-	var idmap *os.File
-	defer func() {
-		if idmap != nil {
-			idmap.Close()
-		}
-	}()
+	var idmap *os.File // shared (idmapUsernsFor): not closed here
 	if os.Geteuid() != 0 {
 		// Cloning and idmapping a host mount needs privileges: the
 		// overlays read the system directories from the host's root
@@ -432,7 +432,6 @@ func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
 	}
-	defer idmap.Close()
 	id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, id); err != nil {
 		if err := o.lend(src, dir, nsexec.HostUIDBase, nsexec.HostUIDBase); err != nil {

@@ -28,7 +28,7 @@ const (
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
 	ExitUsage         = 2
-	ExitSetup         = 71
+	ExitSetup         = nsexec.ExitSetup
 )
 
 // Result is what happened to one run. Every figure ward cannot know (yet)

@@ -36,11 +36,8 @@ const setupTimeout = 30 * time.Second
 // /proc/self/exe for that), Init runs it and never returns. Otherwise it
 // returns at once.
 func Init() {
-	switch {
-	case nsexec.IsInit():
+	if nsexec.IsInit() {
 		nsexec.RunInit()
-	case nsexec.IsIdmapHolder():
-		nsexec.RunIdmapHolder()
 	}
 }
 
@@ -410,7 +407,7 @@ func buildSpec(cfg Config) (*nsexec.Spec, error) {
 	nofile, nofileHard := FileDescriptorLimits(cfg.FileDescriptors)
 	spec := &nsexec.Spec{
 		Args:       cfg.Args,
-		Env:        sandboxEnv(cfg.Env, cfg.CallerEnv, home, cfg.Network == NetworkProxy),
+		Env:        sandboxEnv(append(append([]string{}, cfg.EnvPass...), cfg.Env...), cfg.CallerEnv, home, cfg.Network == NetworkProxy),
 		Dir:        cfg.Workdir,
 		Hostname:   SandboxHostname,
 		Plan:       plan,
@@ -540,7 +537,9 @@ var passedEnv = []string{"PATH", "LANG", "LC_ALL", "TERM"}
 
 // sandboxEnv is the sandbox's environment (docs/sandbox.md): the caller's PATH, LANG,
 // LC_ALL, TERM and WARD_*, then HOME, TMPDIR and USER, then extra ("K=V"
-// sets, "K" passes the caller's K if it has one). Later entries win.
+// sets, "K" passes the caller's K if it has one, a pattern passes each
+// caller variable it matches but those ward set; env.go). Later entries
+// win.
 func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 	vals := map[string]string{}
 	var order []string
@@ -571,18 +570,27 @@ func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 			set(k, v)
 		}
 	}
-	set("HOME", home)
-	set("TMPDIR", "/tmp")
-	set("USER", SandboxUser)
+	// What ward sets itself, which a pattern never replaces.
+	own := map[string]bool{}
+	setOwn := func(k, v string) { set(k, v); own[k] = true }
+	setOwn("HOME", home)
+	setOwn("TMPDIR", "/tmp")
+	setOwn("USER", SandboxUser)
 	if proxy {
 		for _, kv := range netns.ProxyEnv() {
 			k, v, _ := strings.Cut(kv, "=")
-			set(k, v)
+			setOwn(k, v)
 		}
 	}
 	for _, e := range extra {
 		if k, v, ok := strings.Cut(e, "="); ok {
 			set(k, v)
+		} else if isEnvPattern(e) {
+			for _, kv := range caller {
+				if k, v, ok := strings.Cut(kv, "="); ok && k != "" && !own[k] && envMatch(e, k) {
+					set(k, v)
+				}
+			}
 		} else if v, ok := lookup(e); ok {
 			set(e, v)
 		}

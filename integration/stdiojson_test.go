@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -258,5 +260,33 @@ func TestStdioJSONAnswersInRequestOrder(t *testing.T) {
 		} else if m["stdout"] != fmt.Sprintf("%d\n", i) {
 			t.Errorf("answer %d: stdout %v, want %d", i, m["stdout"], i)
 		}
+	}
+}
+
+// TestStdioJSONRequestWorkspace: a request's "workspace" is bound at
+// /workspace for that request only and is its working directory; what the
+// program writes there is the caller's, on the host.
+func TestStdioJSONRequestWorkspace(t *testing.T) {
+	needRoot(t)
+	ws := t.TempDir()
+	in := `{"args":["sh","-c","pwd; echo made > out"],"workspace":"` + ws + `"}` + "\n" +
+		`{"args":["sh","-c","ls /workspace 2>&1 || echo none"]}` + "\n" +
+		`{"args":["sh","-c","echo x > /workspace/y"],"workspace":"` + ws + `:ro"}` + "\n"
+	r := run(t, opts{stdin: in}, "run", "--stdio-json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 3 {
+		t.Fatalf("exit %d, %d answers\n%s", r.code, len(lines), r)
+	}
+	if !strings.Contains(lines[0], `"stdout":"/workspace\n"`) {
+		t.Errorf("request 1 did not run in /workspace: %s", lines[0])
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out")); err != nil || string(b) != "made\n" {
+		t.Errorf("request 1's file on the host: %q, %v", b, err)
+	}
+	if !strings.Contains(lines[1], "none") {
+		t.Errorf("request 2 (no workspace) saw one: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], "Read-only file system") {
+		t.Errorf("request 3 (ro) could write: %s", lines[2])
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -22,15 +21,8 @@ import (
 	"github.com/wardbox/ward/seccomp"
 )
 
-// initArg is the argument of the re-executed binary that makes it PID 1
-// of the sandbox.
-const initArg = "init"
-
 // initName is the init's comm, NUL-terminated.
 var initName = []byte("ward-init\x00")
-
-// protoFd is the protocol socket in the init (to the parent).
-const protoFd = 3
 
 func init() {
 	// Setup runs on the main goroutine, locked to the main thread: per-thread
@@ -46,17 +38,6 @@ func IsInit() bool {
 	// "ward init" (a long-lived sandbox) or "ward init N" (N cgroup.procs
 	// fds for spawn_linux.c's early child).
 	return (len(os.Args) == 2 || len(os.Args) == 3) && os.Args[1] == initArg && os.Getpid() == 1
-}
-
-// IsIdmapHolder reports whether this process only holds a user namespace
-// open for an idmapped mount (see ward's mounts.go): it waits for EOF on
-// stdin and exits.
-func IsIdmapHolder() bool { return len(os.Args) == 1 && os.Args[0] == "ward-idmap" }
-
-// RunIdmapHolder waits for EOF on stdin, then exits.
-func RunIdmapHolder() {
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
 }
 
 // forwarded are relayed from the parent to the program.
@@ -205,7 +186,7 @@ func (p *proc) fail(step string, err error) {
 		m.Path = pe.Path
 	}
 	p.send(m)
-	os.Exit(71)
+	os.Exit(ExitSetup)
 }
 
 // closeInheritedFds marks every fd above 2 close-on-exec, the protocol
@@ -248,7 +229,7 @@ func (p *proc) forkProgram() error {
 	g, failed := spawnGate(&p.spec, nil, true)
 	if failed != nil {
 		p.send(*failed)
-		os.Exit(71)
+		os.Exit(ExitSetup)
 	}
 	p.gate = g
 	return nil
@@ -285,14 +266,14 @@ func (p *proc) runProgram() {
 		g, failed := send(&p.spec)
 		if failed != nil {
 			p.send(*failed)
-			os.Exit(71)
+			os.Exit(ExitSetup)
 		}
 		p.gate = g
 	}
 	failed, steps, listener := p.gate.wait(&p.spec)
 	if failed != nil {
 		p.send(*failed) // error or exec_error, relayed as is
-		os.Exit(71)
+		os.Exit(ExitSetup)
 	}
 	started := monoUs()
 	p.send(Msg{Type: MsgStarted, Pid: p.gate.pid, Steps: steps, StartUs: started})

@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // firstFD is the first fd the init inherits past its protocol socket (3).
-const firstFD = 4
+const firstFD = cgroupFD0
 
 // Files numbers the fds the init inherits: Add returns the number the
 // init sees the file as, so no number is computed anywhere else.
@@ -125,7 +125,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	if !opt.HostNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
-	args := []string{"ward", initArg}
+	args := []string{initArgv0, initArg}
 	if !opt.Session {
 		// The init forks the program's process first thing, and tells it
 		// how many cgroup.procs fds to write (spawn_linux.c).

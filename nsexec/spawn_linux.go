@@ -1,6 +1,7 @@
 package nsexec
 
 /*
+#cgo CFLAGS: -Wall -Wextra -Werror
 #include <stdlib.h>
 #include <string.h>
 #include "spawn_linux.h"
@@ -19,14 +20,26 @@ import (
 	"github.com/wardbox/ward/seccomp"
 )
 
+// What Go and C agree on, from spawn_linux.h.
+const (
+	initArgv0 = C.WARD_ARGV0      // "ward init [N]" is the sandbox init
+	initArg   = C.WARD_INIT_ARG   // (N: spawn_linux.c's early child's cgroups)
+	protoFd   = C.WARD_PROTO_FD   // the protocol socket in the init (to the parent)
+	cgroupFD0 = C.WARD_CGROUP_FD0 // the first fd the init inherits past it
+	// ExitSetup (71) is the exit status of a setup failure: the init's, the
+	// program's process's before exec, and ward's.
+	ExitSetup = C.WARD_EXIT_SETUP
+)
+
 // gateSteps name the steps of the program's process from fork to exec
-// (spawn_linux.c), in the order of spawn_linux.h's WARD_STEP_*. The name is
-// what the operator sees in "ward: <step>: <cause>".
-var gateSteps = [C.WARD_NSTEPS]string{
-	"set-stdio", "new-process-group", "enter-cgroup", "enter-user-namespace", "set-rlimits", "enter-cgroup-namespace",
-	"drop-bounding-set", "lock-securebits", "set-user", "clear-capabilities",
-	"no-new-privs", "landlock", "enter-workdir", "seccomp", "exec", "fork-program",
-}
+// (spawn_linux.c), from spawn_linux.h's WARD_STEPS. The name is what the
+// operator sees in "ward: <step>: <cause>".
+var gateSteps = func() (names [C.WARD_NSTEPS]string) {
+	for i := range names {
+		names[i] = C.GoString(C.ward_step_name(C.int(i)))
+	}
+	return names
+}()
 
 // gate is the program's process until it execs the program.
 type gate struct {
@@ -41,7 +54,7 @@ type gate struct {
 func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, errMsg("fork-program", "socketpair", err)
+		return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "socketpair", err)
 	}
 	g, free, failed := buildGate(spec, stdio)
 	if failed != nil {
@@ -55,7 +68,7 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 		if wakeR, wakeW, err = os.Pipe(); err != nil {
 			unix.Close(fds[0])
 			unix.Close(fds[1])
-			return nil, errMsg("fork-program", "pipe", err)
+			return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "pipe", err)
 		}
 		defer wakeR.Close()
 		g.wait_fd = C.int(wakeR.Fd())
@@ -68,7 +81,7 @@ func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
 		if wakeW != nil {
 			wakeW.Close()
 		}
-		return nil, errMsg("fork-program", "clone", syscall.Errno(-pid))
+		return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "clone", syscall.Errno(-pid))
 	}
 	return &gate{pid: pid, report: fds[0], wake: wakeW}, nil
 }
@@ -103,7 +116,7 @@ func sendEarly(spec *Spec) (*gate, *Msg) {
 // releases.
 func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	if spec.CgroupFDs > C.WARD_MAX_CGROUPS || len(spec.Seccomp) > C.WARD_MAX_FILTERS {
-		return nil, nil, &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
+		return nil, nil, &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_FORK], Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
 	}
 	g := (*C.struct_ward_gate)(C.calloc(1, C.sizeof_struct_ward_gate))
 	var cstrs []unsafe.Pointer
@@ -137,7 +150,7 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	}
 	g.ncgroup = C.int(spec.CgroupFDs)
 	for i := 0; i < spec.CgroupFDs; i++ {
-		g.cgroup_fds[i] = C.int(protoFd + 1 + i)
+		g.cgroup_fds[i] = C.int(C.WARD_CGROUP_FD0 + i)
 	}
 	g.wait_fd, g.report_fd = -1, -1
 	g.nofile, g.nofile_hard = C.uint64_t(spec.NoFile), C.uint64_t(spec.NoFileHard)
@@ -164,7 +177,7 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	for i, p := range spec.Seccomp {
 		if len(p) == 0 || len(p)%8 != 0 || len(p)/8 > 0xffff {
 			free()
-			return nil, nil, &Msg{Type: MsgError, Step: "seccomp", Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
+			return nil, nil, &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_SECCOMP], Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
 		}
 		g.filter_len[i] = C.uint16_t(len(p) / 8)
 		g.filters[i] = C.CBytes(p)
@@ -190,7 +203,7 @@ func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
 		_, err := g.wake.Write([]byte{1})
 		g.wake.Close()
 		if err != nil {
-			return errMsg("fork-program", "wake the program's process", err), nil, nil
+			return errMsg(gateSteps[C.WARD_STEP_FORK], "wake the program's process", err), nil, nil
 		}
 	}
 	var (
@@ -210,7 +223,7 @@ func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
 		}
 		if err != nil || n == 0 {
 			// It died before exec without a word: killed, most likely.
-			return &Msg{Type: MsgError, Step: "exec", Message: fmt.Sprintf("the program's process ended before it could exec %s (read: %v)", spec.Args[0], err)}, steps, listener
+			return &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_EXEC], Message: fmt.Sprintf("the program's process ended before it could exec %s (read: %v)", spec.Args[0], err)}, steps, listener
 		}
 		switch rep.kind {
 		case C.WARD_REPORT_LISTENER:
@@ -223,7 +236,7 @@ func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
 				ok = 1
 			}
 			if _, err := unix.Write(g.report, []byte{ok}); err != nil {
-				return errMsg("seccomp", "answer the program's process", err), steps, listener
+				return errMsg(gateSteps[C.WARD_STEP_SECCOMP], "answer the program's process", err), steps, listener
 			}
 		case C.WARD_REPORT_TIMINGS:
 			timed = true
@@ -252,7 +265,7 @@ func takeFd(pid, fd int) (int, error) {
 // gateError says what a step of spawn_linux.c was doing when it failed.
 func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 	if step < 0 || step >= len(gateSteps) {
-		return &Msg{Type: MsgError, Step: "fork-program", Message: fmt.Sprintf("step %d: %v", step, errno), Errno: int(errno)}
+		return &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_FORK], Message: fmt.Sprintf("step %d: %v", step, errno), Errno: int(errno)}
 	}
 	m := &Msg{Type: MsgError, Step: gateSteps[step], Errno: int(errno)}
 	var what, hint string

@@ -1,26 +1,52 @@
 // See spawn_linux.c.
+#ifndef WARD_SPAWN_LINUX_H
+#define WARD_SPAWN_LINUX_H
+#include <stddef.h>
 #include <stdint.h>
 
-// Steps of the child, in order; spawn_linux.go names them.
+// What Go and C must agree on, in one place (Go reads them through cgo).
+#define WARD_ARGV0 "ward"     // argv[0] of the re-executed init
+#define WARD_INIT_ARG "init"  // argv[1]: "ward init [N]" is the sandbox init
+#define WARD_PROTO_FD 3       // the init's protocol socket (to the parent)
+#define WARD_CGROUP_FD0 4     // the first of N cgroup.procs fds (ward init N)
+#define WARD_EXIT_SETUP 71    // a setup step failed
+
+// The steps of the child, in order: X(id, name). The name is what the
+// operator sees in "ward: <step>: <cause>" and a setup_ms key.
+#define WARD_STEPS(X)                             \
+	X(STDIO, "set-stdio")                     \
+	X(SESSION, "new-process-group")           \
+	X(CGROUP, "enter-cgroup")                 \
+	X(USERNS, "enter-user-namespace")         \
+	X(RLIMITS, "set-rlimits")                 \
+	X(CGROUPNS, "enter-cgroup-namespace")     \
+	X(BOUNDING, "drop-bounding-set")          \
+	X(SECUREBITS, "lock-securebits")          \
+	X(USER, "set-user")                       \
+	X(CAPS, "clear-capabilities")             \
+	X(NNP, "no-new-privs")                    \
+	X(LANDLOCK, "landlock")                   \
+	X(WORKDIR, "enter-workdir")               \
+	X(SECCOMP, "seccomp")                     \
+	X(EXEC, "exec")                           \
+	X(FORK, "fork-program") /* the early child could not take its config */
+
 enum {
-	WARD_STEP_STDIO,
-	WARD_STEP_SESSION,
-	WARD_STEP_CGROUP,
-	WARD_STEP_USERNS,
-	WARD_STEP_RLIMITS,
-	WARD_STEP_CGROUPNS,
-	WARD_STEP_BOUNDING,
-	WARD_STEP_SECUREBITS,
-	WARD_STEP_USER,
-	WARD_STEP_CAPS,
-	WARD_STEP_NNP,
-	WARD_STEP_LANDLOCK,
-	WARD_STEP_WORKDIR,
-	WARD_STEP_SECCOMP,
-	WARD_STEP_EXEC,
-	WARD_STEP_FORK, // the early child could not take its config
+#define WARD_STEP_ENUM(id, name) WARD_STEP_##id,
+	WARD_STEPS(WARD_STEP_ENUM)
+#undef WARD_STEP_ENUM
 	WARD_NSTEPS
 };
+
+// ward_step_name is step's name, NULL for no step.
+static inline const char *ward_step_name(int step) {
+	static const char *const names[] = {
+#define WARD_STEP_NAME(id, name) name,
+		WARD_STEPS(WARD_STEP_NAME)
+#undef WARD_STEP_NAME
+	};
+	return step >= 0 && step < WARD_NSTEPS ? names[step] : 0;
+}
 
 enum {
 	WARD_REPORT_TIMINGS = 1,
@@ -65,4 +91,15 @@ struct ward_gate {
 
 int ward_spawn(struct ward_gate *g);
 int ward_send_gate_to(struct ward_gate *g, int fd);
+void __attribute__((noreturn)) ward_early_child(int fd, int ncg);
 extern int ward_early_pid, ward_early_fd;
+
+// The config of an early child, as one message (gate_linux.c).
+char *ward_pack_gate(const struct ward_gate *g, size_t *n);
+int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, long *detail);
+void ward_unpack_free(struct ward_gate *g);
+
+// A child in a new user namespace, for an idmapped mount (userns_linux.c).
+int ward_userns_child(int rfd);
+
+#endif

@@ -74,6 +74,7 @@ type runFlags struct {
 	env             []string
 	network         string
 	workdir         string
+	workspace       string
 	report          string
 	json            bool
 	outputLimit     string
@@ -94,6 +95,7 @@ func newRunCmd() *cobra.Command {
   ward run --allow-read=./input --allow-write=./output -- ./solution
   ward run --virtual-fs --mount=/data:/sandbox/data:ro -- app
   ward run --overlay --overlay-keep=./changes -- sh -c 'pip install --user x'
+  ward run --workspace=./project --env 'APCORE_*' -- make test
   # network
   ward run --allow-network=pypi.org --allow-network=files.pythonhosted.org --log-network -- pip download x
   # syscalls
@@ -180,7 +182,8 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 		fl.StringVar(&f.scratchSize[i], d.name+"-size", "", fmt.Sprintf("bytes of the %s tmpfs (default %s; charged to the sandbox's memory)", d.path, ward.FormatSize(d.def)))
 		fl.IntVar(&f.scratchFiles[i], d.name+"-files", 0, fmt.Sprintf("most files in %s (default --max-files, else %d)", d.path, ward.DefaultScratchInodes))
 	}
-	fl.StringArrayVar(&f.env, "env", nil, "set K=V, or pass K from the caller (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "set K=V, pass the caller's K, or pass each caller variable whose name matches a pattern such as 'APCORE_*' (*, ?, [...]) (repeatable)")
+	fl.StringVar(&f.workspace, "workspace", "", "bind `DIR` at /workspace, read-write (DIR:rw, the default) or read-only (DIR:ro), as the working directory unless --workdir; what the program creates there is the caller's")
 	fl.StringVar(&f.network, "network", ward.NetworkNone, "network mode: none, proxy (the allow list) or host (no network isolation)")
 	fl.StringArrayVar(&f.allowNetwork, "allow-network", nil, "let the program reach DOMAIN, a pattern (*.github.com) or URL pattern through ward's proxy (repeatable; implies --network=proxy)")
 	fl.StringArrayVar(&f.denyNetwork, "deny-network", nil, "refuse names matching this pattern even if allowed (repeatable)")
@@ -189,7 +192,7 @@ func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
 	fl.StringArrayVar(&f.addHosts, "add-host", nil, "a static answer NAME:IP for the proxy and /etc/hosts (repeatable)")
 	fl.StringVar(&f.netMaxBytes, "network-max-bytes", "", "most bytes the proxy carries for the sandbox, both ways (default 1G)")
 	fl.BoolVar(&f.logNetwork, "log-network", false, "print one line per network attempt, allowed or blocked")
-	fl.StringVar(&f.workdir, "workdir", ward.DefaultWorkdir, "working directory inside (absolute)")
+	fl.StringVar(&f.workdir, "workdir", "", "working directory inside, absolute (default /workspace with --workspace, else "+ward.DefaultWorkdir+")")
 	fl.StringVar(&f.report, "report", "", "write the result as JSON to FILE")
 	fl.BoolVar(&f.json, "json", false, "capture stdout/stderr and print the result JSON on stdout")
 	fl.StringVar(&f.outputLimit, "output-limit", "1M", "most bytes kept of each captured stream")
@@ -274,6 +277,13 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 			return cfg, fmt.Errorf("--%s=%s: must be more than 0", sz.flag, sz.val)
 		}
 		*sz.dst = n
+	}
+	if f.workspace != "" {
+		dir, access, err := ward.ParseWorkspace(f.workspace)
+		if err != nil {
+			return cfg, fmt.Errorf("--workspace=%s: %w", f.workspace, err)
+		}
+		cfg.Workspace, cfg.WorkspaceAccess = dir, access
 	}
 	for _, m := range f.mounts {
 		mnt, err := ward.ParseMount(m)

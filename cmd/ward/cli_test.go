@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,7 +24,7 @@ func TestRunFlagsToConfig(t *testing.T) {
 	}
 	if cfg.TimeLimit != 5*time.Second || cfg.OutputLimit != 64<<10 || cfg.Network != "host" ||
 		cfg.Log != "verbose" || !cfg.Capture || cfg.Stdout != nil || cfg.FileDescriptors != 100 ||
-		len(cfg.Env) != 2 || cfg.Workdir != "/home/sandbox" {
+		len(cfg.Env) != 2 || cfg.Workdir != "" {
 		t.Errorf("config from flags is off: %+v", cfg)
 	}
 }
@@ -44,6 +46,14 @@ func TestBadInputExits2(t *testing.T) {
 		{[]string{"run", "--file-descriptors=0", "--", "true"}, "--file-descriptors=0"},
 		{[]string{"run", "--file-descriptors=3", "--", "true"}, "--file-descriptors=3"},
 		{[]string{"run", "--frobnicate", "--", "true"}, "--frobnicate"},
+		{[]string{"run", "--workspace=/nonexistent-workspace", "--", "true"}, "--workspace=/nonexistent-workspace"},
+		{[]string{"run", "--workspace=/tmp:rx", "--", "true"}, "--workspace=/tmp:rx"},
+		{[]string{"run", "--workspace=:ro", "--", "true"}, "--workspace=:ro"},
+		{[]string{"run", "--workspace=/tmp", "--mount=/tmp:/workspace", "--", "true"}, "--mount=/tmp:/workspace"},
+		{[]string{"run", "--env=A B", "--", "true"}, "--env=A B"},
+		{[]string{"run", "--env=APCORE_[", "--", "true"}, "--env=APCORE_["},
+		{[]string{"run", "--env==x", "--", "true"}, "--env==x"},
+		{[]string{"start", "--name=x", "--env=A,B"}, "--env=A,B"},
 		{[]string{"run"}, "no command"},
 		{[]string{"run", "--report=/nonexistent-dir/r.json", "--", "true"}, "--report=/nonexistent-dir/r.json"},
 		{[]string{"frobnicate"}, "unknown command"},
@@ -54,6 +64,25 @@ func TestBadInputExits2(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
 			}
 		})
+	}
+}
+
+func TestWorkspaceFlag(t *testing.T) {
+	for _, tc := range []struct{ flag, dir, access string }{
+		{"--workspace=./w", "./w", "rw"},
+		{"--workspace=/w:ro", "/w", "ro"},
+		{"--workspace=/w:rw", "/w", "rw"},
+	} {
+		var f runFlags
+		fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		bindRunFlags(fl, &f)
+		if err := fl.Parse([]string{tc.flag, "--env=APCORE_*"}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.toConfig([]string{"true"})
+		if err != nil || cfg.Workspace != tc.dir || cfg.WorkspaceAccess != tc.access || cfg.Workdir != "" || cfg.Env[0] != "APCORE_*" {
+			t.Errorf("%s: %+v, %v; want workspace %q access %q and the workdir left to the default", tc.flag, cfg, err, tc.dir, tc.access)
+		}
 	}
 }
 
@@ -155,5 +184,41 @@ func TestScratchBadInputExits2(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWorkspaceLayers: the config file's workspace, workspace_access and
+// env_pass apply; --workspace replaces both workspace keys (DIR alone is
+// rw), and --env adds to env_pass.
+func TestWorkspaceLayers(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ward.toml")
+	if err := os.WriteFile(path, []byte("[sandbox]\nworkspace = \"proj\"\nworkspace_access = \"ro\"\nenv_pass = [\"APCORE_*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flags        []string
+		dir, access  string
+		from         string
+		envPass, env int
+	}{
+		{nil, filepath.Join(dir, "proj"), "ro", path + " [sandbox]", 1, 0},
+		{[]string{"--workspace=/w", "--env=X"}, "/w", "rw", "flag --workspace", 1, 1},
+	} {
+		var f runFlags
+		fl := pflag.NewFlagSet("run", pflag.ContinueOnError)
+		bindRunFlags(fl, &f)
+		if err := fl.Parse(tc.flags); err != nil {
+			t.Fatal(err)
+		}
+		fromFlags, err := f.toConfig([]string{"true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, explain, err := layer(fromFlags, fl, path, "default")
+		if err != nil || cfg.Workspace != tc.dir || cfg.WorkspaceAccess != tc.access || len(cfg.EnvPass) != tc.envPass || len(cfg.Env) != tc.env ||
+			explain["workspace"] != tc.from || explain["workspace_access"] != tc.from {
+			t.Errorf("%q: %+v %v %v; want workspace %q:%s from %s", tc.flags, cfg, explain, err, tc.dir, tc.access, tc.from)
+		}
 	}
 }

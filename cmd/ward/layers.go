@@ -45,6 +45,8 @@ var layeredFlags = []struct {
 	{"home-files", "home_files", func(d *ward.Config, s ward.Config) { d.Home.Files = s.Home.Files }},
 	{"shm-files", "shm_files", func(d *ward.Config, s ward.Config) { d.Shm.Files = s.Shm.Files }},
 	{"audit-log", "audit_log", func(d *ward.Config, s ward.Config) { d.AuditLog = s.AuditLog }},
+	{"workspace", "workspace", func(d *ward.Config, s ward.Config) { d.Workspace = s.Workspace }},
+	{"workspace", "workspace_access", func(d *ward.Config, s ward.Config) { d.WorkspaceAccess = s.WorkspaceAccess }},
 }
 
 // findConfigFile is --config, else ./ward.toml, else /etc/ward/ward.toml,

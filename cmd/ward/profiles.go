@@ -141,6 +141,15 @@ func effectiveTOML(name string, c ward.Config, explain map[string]string) string
 	if c.AuditLog != "" {
 		fmt.Fprintf(&b, "audit_log = %q%s\n", c.AuditLog, src("audit_log"))
 	}
+	if c.Workspace != "" {
+		fmt.Fprintf(&b, "workspace = %q%s\n", c.Workspace, src("workspace"))
+	}
+	if c.WorkspaceAccess != "" {
+		fmt.Fprintf(&b, "workspace_access = %q%s\n", c.WorkspaceAccess, src("workspace_access"))
+	}
+	if len(c.EnvPass) > 0 {
+		fmt.Fprintf(&b, "env_pass = %s%s\n", q(c.EnvPass), src("env_pass"))
+	}
 	fmt.Fprintf(&b, "\n[sandbox.network]\nallow_domains = %s%s\n", q(c.AllowNetwork), src("allow_network"))
 	if len(c.AllowPorts) > 0 {
 		fmt.Fprintf(&b, "allow_ports = %v%s\n", strings.ReplaceAll(fmt.Sprint(c.AllowPorts), " ", ", "), src("allow_ports"))

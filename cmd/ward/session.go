@@ -37,9 +37,9 @@ func newStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start --name=NAME [run flags]",
 		Short: "Start a long-lived sandbox and return once it is ready",
-		Example: `  ward start --name=agent --memory-limit=1G --allow-write=./work --audit-log=/var/log/ward/agent.jsonl
-  ward exec agent -- sh -c 'echo hi > /tmp/x'
-  ward exec agent -- cat /tmp/x
+		Example: `  ward start --name=agent --memory-limit=1G --workspace=./work --audit-log=/var/log/ward/agent.jsonl
+  ward exec agent -- sh -c 'echo hi > x'     # in /workspace: ./work/x on the host
+  ward exec agent -- cat /workspace/x
   ward ps
   ward stop agent`,
 		Args: cobra.NoArgs,
@@ -145,7 +145,7 @@ each (docs/audit.md); ward exec cannot turn that off.`,
 	// Flags go before "--"; everything after it is the command's.
 	cmd.Flags().StringVar(&timeLimit, "time-limit", "", "wall-clock limit of this command only")
 	cmd.Flags().StringArrayVar(&env, "env", nil, "K=V added to the sandbox's environment (repeatable)")
-	cmd.Flags().StringVar(&dir, "workdir", "", "working directory inside (default the sandbox's)")
+	cmd.Flags().StringVar(&dir, "workdir", "", "working directory inside (default the sandbox's: /workspace when started with --workspace)")
 	return cmd
 }
 

@@ -192,14 +192,19 @@ func (s *stdioServer) requestConfig(req jsonRequest, tl time.Duration) (ward.Con
 	return cfg, nil
 }
 
-// applyRequestWorkspace maps a request's "workspace" onto its sandbox's
-// config. The one place a request's workspace enters: --workspace's
-// config field is set here once it exists.
+// applyRequestWorkspace maps a request's "workspace" (DIR[:ro|rw], as
+// --workspace) onto its sandbox's config: bound at /workspace, the working
+// directory unless the request says "dir".
 func applyRequestWorkspace(cfg *ward.Config, ws string) error {
 	if ws == "" {
 		return nil
 	}
-	return fmt.Errorf("workspace %q: workspace not supported", ws)
+	dir, access, err := ward.ParseWorkspace(ws)
+	if err != nil {
+		return fmt.Errorf("workspace %q: %v", ws, err)
+	}
+	cfg.Workspace, cfg.WorkspaceAccess = dir, access
+	return nil
 }
 
 // execShared runs a request in --session's shared sandbox.

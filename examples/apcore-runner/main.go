@@ -95,23 +95,18 @@ func (s Sandbox) Execute(ctx context.Context, moduleID string, module []string, 
 	}
 	// Only the allow-list of the caller's environment is visible to ward:
 	// it takes PATH, LANG and LC_ALL from here (TERM and WARD_* too, which
-	// are not here), and each APCORE_* named in Env.
-	var pass, names []string
+	// are not here), and every APCORE_* through the pattern below.
+	var pass []string
 	for _, kv := range caller {
 		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "APCORE_"):
-			pass, names = append(pass, kv), append(names, k)
-		case contains(allowed, k):
+		if strings.HasPrefix(k, "APCORE_") || contains(allowed, k) {
 			pass = append(pass, kv)
 		}
 	}
 	res, err := ward.Run(ctx, ward.Config{
 		Args:      module,
 		CallerEnv: pass,
-		// With environment patterns in ward.Config.Env, this line becomes
-		// Env: []string{"APCORE_*"},
-		Env: names,
+		Env:       []string{"APCORE_*"},
 		// HOME (/home/sandbox, the working directory) and TMPDIR (/tmp)
 		// are tmpfs mounts made for this run: fresh and empty each time.
 		Stdin:       bytes.NewReader(input),
