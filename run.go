@@ -563,7 +563,7 @@ func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 		}
 	}
 	if _, ok := vals["PATH"]; !ok {
-		set("PATH", "/usr/local/bin:/usr/bin:/bin")
+		set("PATH", nsexec.DefaultPath)
 	}
 	for _, kv := range caller {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "WARD_") {
