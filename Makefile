@@ -7,9 +7,11 @@ GO ?= go
 # Debian packages the build and the tests need (checked, installed if missing).
 # cmake, make and Python's own regression tests (for /usr/bin/python3's
 # version; Debian 12's when python3 is not there yet) are the false-positive
-# corpus's (docs/corpus.md).
+# corpus's (docs/corpus.md). systemd and dbus-user-session give the rootless test
+# of the D-Bus scope route a real user manager and user bus (docs/rootless.md).
 PYTHON3_VERSION := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
 APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux busybox-static uidmap \
+	systemd dbus-daemon dbus-user-session \
 	cmake make libpython$(PYTHON3_VERSION)-testsuite
 # The corpus's C project: libuv, Debian's own source package, fetched once
 # into CORPUS_SRC by integration/corpus-src.sh (integration/corpus_test.go).

@@ -172,14 +172,19 @@ func (b *building) loadSeccomp() error {
 
 // createCgroup makes the sandbox's cgroup before any process of the
 // sandbox exists; the program's process joins it before it runs any of
-// its code. An unprivileged caller without a delegated cgroup gets none:
+// its code. An unprivileged caller without a delegated cgroup asks its
+// systemd user manager for a delegated scope; without one it gets none:
 // what a cgroup alone can hold is refused, or held per process.
 func (b *building) createCgroup() error {
 	cfg := b.cfg
-	cg, err := cgroup.New(cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes})
+	cgRes := cgroup.Resources{MemoryBytes: cfg.MemoryLimit, CPUPercent: cfg.CPULimit, Pids: cfg.Processes}
+	cg, err := cgroup.New(cgRes)
 	if err != nil && os.Geteuid() != 0 {
-		if err = withoutCgroup(cfg, b.spec, b.res, err); err == nil {
-			cg = cgroup.None()
+		// A systemd user manager may give ward a scope that is delegated.
+		if cg, err = cgroup.NewInUserScope(cgRes, err); err != nil {
+			if err = withoutCgroup(cfg, b.spec, b.res, err); err == nil {
+				cg = cgroup.None()
+			}
 		}
 	}
 	if err != nil {

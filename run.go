@@ -167,7 +167,7 @@ func withoutCgroup(cfg Config, spec *nsexec.Spec, res *Result, cgErr error) erro
 	if cfg.CPULimit > 0 {
 		need = append(need, "--cpu-limit")
 	}
-	const how = "get a delegated cgroup v2 subtree (systemd-run --user --scope -p Delegate=yes ward run ..., or a systemd service with Delegate=yes)"
+	const how = "get a delegated cgroup v2 subtree (a systemd user manager, which ward asks for a scope itself; systemd-run --user --scope -p Delegate=yes ward run ...; or a systemd service with Delegate=yes)"
 	switch {
 	case cfg.CPULimit > 0:
 		return fmt.Errorf("%s needs a cgroup, and this host gives ward none (%v): %s; nothing per process can hold a CPU share", strings.Join(need, ", "), cgErr, how)
@@ -563,7 +563,7 @@ func sandboxEnv(extra, caller []string, home string, proxy bool) []string {
 		}
 	}
 	if _, ok := vals["PATH"]; !ok {
-		set("PATH", "/usr/local/bin:/usr/bin:/bin")
+		set("PATH", nsexec.DefaultPath)
 	}
 	for _, kv := range caller {
 		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "WARD_") {

@@ -27,6 +27,12 @@ type Command struct {
 	Stdout, Stderr io.Writer
 	// TimeLimit ends this command only (0: none).
 	TimeLimit time.Duration
+	// Capture keeps up to OutputLimit bytes of each stream in the Result
+	// (in addition to writing them to Stdout/Stderr when those are set),
+	// as Config.Capture does for Run. OutputLimit 0 means the sandbox's
+	// Config.OutputLimit.
+	Capture     bool
+	OutputLimit int64
 	// Caller is who asked for the command, for the audit log; nil means
 	// the sandbox's Config.Caller, else this process.
 	Caller *Caller
@@ -167,6 +173,21 @@ func (s *Sandbox) exec(ctx context.Context, c Command, id int) (*Result, error) 
 	if c.TimeLimit > 0 {
 		res.Limits.TimeLimitMs = ptr(c.TimeLimit.Milliseconds())
 	}
+	if c.Capture {
+		limit := c.OutputLimit
+		if limit == 0 {
+			limit = s.l.cfg.OutputLimit
+		}
+		stdout, stderr := &capture{limit: limit, tee: c.Stdout}, &capture{limit: limit, tee: c.Stderr}
+		c.Stdout, c.Stderr = stdout, stderr
+		res.Limits.OutputLimitBytes = ptr(limit)
+		// Filled once the command's output is drained (every return of
+		// a Result below comes after wait()).
+		defer func() {
+			res.Stdout, res.StdoutTruncated = ptr(stdout.String()), stdout.truncated
+			res.Stderr, res.StderrTruncated = ptr(stderr.String()), stderr.truncated
+		}()
+	}
 	files, wait, closeChild, err := commandStdio(c)
 	if err != nil {
 		return nil, err
@@ -197,6 +218,11 @@ func (s *Sandbox) exec(ctx context.Context, c Command, id int) (*Result, error) 
 			switch {
 			case ev.Started:
 				start = time.Now()
+				if ctxErr != nil {
+					// ctx ended before the init knew the command's
+					// process: that kill found nothing to kill.
+					s.l.sb.KillExec(id, syscall.SIGKILL)
+				}
 				if c.TimeLimit > 0 {
 					deadline = time.After(c.TimeLimit)
 				}

@@ -75,6 +75,47 @@ func TestSessionKeepsFilesBetweenExecs(t *testing.T) {
 	}
 }
 
+// TestSessionExecCaptures: Command.Capture keeps the first OutputLimit
+// bytes of each stream in the Result, as Config.Capture does for Run, and
+// still writes every byte to Stdout; OutputLimit 0 is the sandbox's.
+func TestSessionExecCaptures(t *testing.T) {
+	sb := start(t, Config{OutputLimit: 8})
+	for _, tc := range []struct {
+		name                   string
+		limit                  int64
+		wantOut, wantErr       string
+		wantOutCut, wantErrCut bool
+	}{
+		{"own-limit", 4, "0123", "ab", true, false},
+		{"sandbox-limit", 0, "01234567", "ab", true, false},
+		{"room-left", 100, "0123456789", "ab", false, false},
+	} {
+		var tee bytes.Buffer
+		res, err := sb.Exec(context.Background(), Command{Args: []string{"sh", "-c", "printf 0123456789; printf ab >&2"},
+			Stdout: &tee, Capture: true, OutputLimit: tc.limit})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if res.Stdout == nil || res.Stderr == nil {
+			t.Fatalf("%s: no captured output in %+v", tc.name, res)
+		}
+		if *res.Stdout != tc.wantOut || *res.Stderr != tc.wantErr || res.StdoutTruncated != tc.wantOutCut || res.StderrTruncated != tc.wantErrCut {
+			t.Errorf("%s: stdout %q (cut %v), stderr %q (cut %v); want %q (%v), %q (%v)", tc.name,
+				*res.Stdout, res.StdoutTruncated, *res.Stderr, res.StderrTruncated, tc.wantOut, tc.wantOutCut, tc.wantErr, tc.wantErrCut)
+		}
+		if want := map[bool]int64{true: tc.limit, false: 8}[tc.limit != 0]; res.Limits.OutputLimitBytes == nil || *res.Limits.OutputLimitBytes != want {
+			t.Errorf("%s: output_limit_bytes %v, want %d", tc.name, res.Limits.OutputLimitBytes, want)
+		}
+		if tee.String() != "0123456789" {
+			t.Errorf("%s: Stdout got %q, want every byte", tc.name, tee.String())
+		}
+	}
+	res, _ := execOut(t, sb, Command{Args: []string{"true"}})
+	if res.Stdout != nil || res.Limits.OutputLimitBytes != nil {
+		t.Errorf("without Capture: stdout %v, output_limit_bytes %v; want both nil", res.Stdout, res.Limits.OutputLimitBytes)
+	}
+}
+
 func TestSessionPerCommandTimeoutKillsOnlyThatCommand(t *testing.T) {
 	sb := start(t, Config{})
 	res, _ := execOut(t, sb, Command{Args: []string{"sleep", "30"}, TimeLimit: 300 * time.Millisecond})
@@ -98,6 +139,25 @@ func TestSessionContextCancelKillsTheCommand(t *testing.T) {
 	_, err := sb.Exec(ctx, Command{Args: []string{"sleep", "30"}})
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 10*time.Second {
 		t.Errorf("Exec = %v after %v, want the context's error soon", err, time.Since(t0))
+	}
+}
+
+// TestSessionContextEndedBeforeTheStartKillsTheCommand: a context that
+// ends before the command has started (here: before Exec is called) still
+// kills it once it starts.
+func TestSessionContextEndedBeforeTheStartKillsTheCommand(t *testing.T) {
+	sb := start(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() { _, err := sb.Exec(ctx, Command{Args: []string{"sleep", "120"}}); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Exec = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Exec still waits for a command whose context ended before it started")
 	}
 }
 

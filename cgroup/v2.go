@@ -32,6 +32,12 @@ func newV2(name string, r Resources) (Manager, error) {
 	if err != nil {
 		return nil, &Error{Op: "find own cgroup", Path: "/proc/self/cgroup", Err: err}
 	}
+	// Already moved into its leaf by an earlier sandbox of this process
+	// (a session supervisor, ward verify, the Go API): the next one goes
+	// beside the first, not below the leaf.
+	if filepath.Base(self) == supervisorLeaf {
+		self = filepath.Dir(self)
+	}
 	parent := filepath.Join(v2Root, self)
 	if err := enableControllers(parent); err != nil {
 		return nil, err

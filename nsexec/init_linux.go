@@ -491,8 +491,11 @@ func envPath(env []string) string {
 			return v
 		}
 	}
-	return "/usr/local/bin:/usr/bin:/bin"
+	return DefaultPath
 }
+
+// DefaultPath is the program's PATH when the caller has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 func anyClone(ms []fs.UserMount) bool {
 	for _, m := range ms {

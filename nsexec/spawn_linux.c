@@ -109,11 +109,12 @@ static long close_all_but(int *keep, int n) {
 	return sys(SYS_close_range, from, ~0U, 0, 0, 0);
 }
 
-#define STEP(n) r.us[(n)] = now_us() - t
-#define CHECK(step, expr, detail)                                   \
-	do {                                                            \
-		long _e = (expr);                                           \
-		if (_e < 0) fail(g, &r, WARD_REPORT_ERROR, step, _e, detail); \
+// CHECK fails the step with the system call's error (in a step function:
+// g and r in scope).
+#define CHECK(step, expr, detail)                                  \
+	do {                                                           \
+		long _e = (expr);                                          \
+		if (_e < 0) fail(g, r, WARD_REPORT_ERROR, step, _e, detail); \
 	} while (0)
 
 // write_file writes s to path (a /proc file) with raw system calls.
@@ -143,18 +144,17 @@ static long map_self(const char *path, int id) {
 	return write_file(path, buf);
 }
 
-static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_report *early) {
-	struct ward_report r;
-	char buf[4096 + 256]; // PATH candidates
-	memset(&r, 0, sizeof(r));
-	if (early) r = *early;
-	int64_t t = now_us();
+// The child's steps, each in order, each returning only when it
+// succeeded (a failure reports and exits): g is its config, r the report
+// it fills, early the early child's report (NULL when forked later).
 
-	// Standard streams first (through fds above any of 0-2, in case they
-	// overlap), then every other fd is closed but the few this process
-	// still needs: nothing of the init's (another command's stdio, another
-	// process's report socket) stays open here, and a low RLIMIT_NOFILE
-	// still leaves room for the seccomp listener.
+// set-stdio: standard streams first (through fds above any of 0-2, in
+// case they overlap), then every other fd is closed but the few this
+// process still needs: nothing of the init's (another command's stdio,
+// another process's report socket) stays open here, and a low
+// RLIMIT_NOFILE still leaves room for the seccomp listener.
+static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	if (g->stdio[0] >= 0) {
 		int tmp[3];
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, tmp[i] = sys(SYS_fcntl, g->stdio[i], F_DUPFD_CLOEXEC, 10, 0, 0), i);
@@ -174,23 +174,31 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		if (s == SIGXFSZ && g->ignore_xfsz) sa.handler = SIG_IGN;
 		sys(SYS_rt_sigaction, s, (long)&sa, 0, 8, 0);
 	}
-	STEP(WARD_STEP_STDIO);
-	t = now_us();
-	// A process group of its own in the init's session (which has no
-	// terminal), not a session of its own: a session leader takes the
-	// first terminal it opens as its controlling one (and then dies of
-	// its hangup), which no program run from a shell or by a service's
-	// main process expects (Go's os and os/signal tests with a pty).
+}
+
+// new-process-group: a process group of its own in the init's session
+// (which has no terminal), not a session of its own: a session leader
+// takes the first terminal it opens as its controlling one (and then dies
+// of its hangup), which no program run from a shell or by a service's
+// main process expects (Go's os and os/signal tests with a pty).
+static void step_session(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	if (g->setpgid) CHECK(WARD_STEP_SESSION, sys(SYS_setpgid, 0, 0, 0, 0, 0), 0);
-	STEP(WARD_STEP_SESSION);
+}
 
-	if (early && early->err) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CGROUP, -early->err, early->detail);
-	if (!early) {
-		t = now_us();
+// enter-cgroup: the early child entered it before it got its config (its
+// time and error are in early); a child forked later does it here.
+static void step_cgroup(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	if (early && early->err) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_CGROUP, -early->err, early->detail);
+	if (!early)
 		for (int i = 0; i < g->ncgroup; i++) CHECK(WARD_STEP_CGROUP, sys(SYS_write, g->cgroup_fds[i], (long)"0", 1, 0, 0), g->cgroup_fds[i]);
-		STEP(WARD_STEP_CGROUP);
-	}
+}
 
+// (untimed) wait for the init's release, if it holds this process back;
+// then only the report socket (and the Landlock ruleset, closed once
+// enforced) stay open (all close on exec).
+static void step_release(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	if (g->wait_fd >= 0) {
 		char b;
 		long n;
@@ -198,170 +206,166 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		while (n == -EINTR);
 		if (n != 1) sys(SYS_exit_group, WARD_EXIT_SETUP, 0, 0, 0, 0); // the init gave up: it reports why
 	}
-	// Only the report socket (and the Landlock ruleset, closed once
-	// enforced) from here on (all close on exec).
-	nkeep = 0;
+	int keep[2], nkeep = 0;
 	keep[nkeep++] = g->report_fd;
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
+}
 
-	// Under an unprivileged caller the init runs as the sandbox user too:
-	// in a user namespace of its own (the same single mapping) the
-	// program's processes are counted apart from the init's threads, for
-	// RLIMIT_NPROC, and the init holds every capability over it.
-	t = now_us();
-	if (g->nest_userns) {
-		// A process forked by a non-dumpable init is non-dumpable: its
-		// /proc/self files are then root's, and it could not write its
-		// own maps. Dumpable for these writes only; while it holds
-		// capabilities nothing without them may trace it anyway.
-		CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), 4);
-		CHECK(WARD_STEP_USERNS, sys(SYS_unshare, CLONE_NEWUSER, 0, 0, 0, 0), 0);
-		CHECK(WARD_STEP_USERNS, write_file("/proc/self/setgroups", "deny"), 1);
-		CHECK(WARD_STEP_USERNS, map_self("/proc/self/uid_map", g->uid), 2);
-		CHECK(WARD_STEP_USERNS, map_self("/proc/self/gid_map", g->gid), 3);
-		CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0), 5);
-	}
-	STEP(WARD_STEP_USERNS);
+// enter-user-namespace: under an unprivileged caller the init runs as the
+// sandbox user too: in a user namespace of its own (the same single
+// mapping) the program's processes are counted apart from the init's
+// threads, for RLIMIT_NPROC, and the init holds every capability over it.
+static void step_userns(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	if (!g->nest_userns) return;
+	// A process forked by a non-dumpable init is non-dumpable: its
+	// /proc/self files are then root's, and it could not write its own
+	// maps. Dumpable for these writes only; while it holds capabilities
+	// nothing without them may trace it anyway.
+	CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), 4);
+	CHECK(WARD_STEP_USERNS, sys(SYS_unshare, CLONE_NEWUSER, 0, 0, 0, 0), 0);
+	CHECK(WARD_STEP_USERNS, write_file("/proc/self/setgroups", "deny"), 1);
+	CHECK(WARD_STEP_USERNS, map_self("/proc/self/uid_map", g->uid), 2);
+	CHECK(WARD_STEP_USERNS, map_self("/proc/self/gid_map", g->gid), 3);
+	CHECK(WARD_STEP_USERNS, sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0), 5);
+}
 
-	t = now_us();
-	struct rlimit rl = {g->nofile, g->nofile_hard ? g->nofile_hard : g->nofile};
-	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_NOFILE, (long)&rl, 0, 0, 0), RLIMIT_NOFILE);
-	rl.rlim_cur = rl.rlim_max = 0;
-	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CORE, (long)&rl, 0, 0, 0), RLIMIT_CORE);
-	if (g->cpu_seconds) {
-		rl.rlim_cur = g->cpu_seconds;
-		rl.rlim_max = g->cpu_seconds + 1;
-		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_CPU, (long)&rl, 0, 0, 0), RLIMIT_CPU);
-	}
-	if (g->nproc) {
-		// Without a cgroup, the process limit: the kernel counts the
-		// sandbox user's processes in the sandbox's own user namespace.
-		rl.rlim_cur = rl.rlim_max = g->nproc;
-		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_NPROC, (long)&rl, 0, 0, 0), RLIMIT_NPROC);
-	}
-	if (g->data) {
-		// Memory per process, where no cgroup holds the sandbox's.
-		rl.rlim_cur = rl.rlim_max = g->data;
-		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_DATA, (long)&rl, 0, 0, 0), RLIMIT_DATA);
-	}
-	if (g->file_size) {
-		rl.rlim_cur = rl.rlim_max = g->file_size;
-		CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, RLIMIT_FSIZE, (long)&rl, 0, 0, 0), RLIMIT_FSIZE);
-	}
-	STEP(WARD_STEP_RLIMITS);
+// set_limit sets resource res to cur (soft) and max (hard).
+static void set_limit(struct ward_gate *g, struct ward_report *r, int res, uint64_t cur, uint64_t max) {
+	struct rlimit rl = {cur, max};
+	CHECK(WARD_STEP_RLIMITS, sys(SYS_setrlimit, res, (long)&rl, 0, 0, 0), res);
+}
 
-	// Unshared after entering the cgroup, the namespace is rooted at the
-	// sandbox's cgroup: the program sees "0::/". It needs CAP_SYS_ADMIN,
-	// so before the privileges go.
-	t = now_us();
+// set-rlimits: open files, no core dumps, and the per-process limits.
+static void step_rlimits(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	set_limit(g, r, RLIMIT_NOFILE, g->nofile, g->nofile_hard ? g->nofile_hard : g->nofile);
+	set_limit(g, r, RLIMIT_CORE, 0, 0);
+	if (g->cpu_seconds) set_limit(g, r, RLIMIT_CPU, g->cpu_seconds, g->cpu_seconds + 1);
+	// Without a cgroup, the process limit: the kernel counts the sandbox
+	// user's processes in the sandbox's own user namespace.
+	if (g->nproc) set_limit(g, r, RLIMIT_NPROC, g->nproc, g->nproc);
+	// Memory per process, where no cgroup holds the sandbox's.
+	if (g->data) set_limit(g, r, RLIMIT_DATA, g->data, g->data);
+	if (g->file_size) set_limit(g, r, RLIMIT_FSIZE, g->file_size, g->file_size);
+}
+
+// enter-cgroup-namespace: unshared after entering the cgroup, the
+// namespace is rooted at the sandbox's cgroup: the program sees "0::/".
+// It needs CAP_SYS_ADMIN, so before the privileges go.
+static void step_cgroupns(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	CHECK(WARD_STEP_CGROUPNS, sys(SYS_unshare, CLONE_NEWCGROUP, 0, 0, 0, 0), 0);
-	STEP(WARD_STEP_CGROUPNS);
+}
 
-	// The bounding and ambient sets, and the securebits, need CAP_SETPCAP:
-	// before set-user.
-	t = now_us();
+// drop-bounding-set: the bounding and ambient sets (and the securebits
+// next) need CAP_SETPCAP: before set-user.
+static void step_bounding(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	for (int c = 0; c <= 63; c++) {
 		long e = sys(SYS_prctl, PR_CAPBSET_DROP, c, 0, 0, 0);
 		if (e == -EINVAL) break; // past the kernel's last capability
 		CHECK(WARD_STEP_BOUNDING, e, c);
 	}
 	CHECK(WARD_STEP_BOUNDING, sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), -1);
-	STEP(WARD_STEP_BOUNDING);
+}
 
-	// uid 0 means nothing (no capabilities on exec, none kept or regained
-	// across uid changes, no ambient raise), locked so that neither the
-	// program nor anything it execs can undo it.
-	t = now_us();
+// lock-securebits: uid 0 means nothing (no capabilities on exec, none kept
+// or regained across uid changes, no ambient raise), locked so that
+// neither the program nor anything it execs can undo it.
+static void step_securebits(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	const long bits = 1 << 0 | 1 << 1 | // SECBIT_NOROOT, _LOCKED
 			  1 << 3 |          // SECBIT_NO_SETUID_FIXUP_LOCKED (fixup stays on)
 			  1 << 5 |          // SECBIT_KEEP_CAPS_LOCKED (keep-caps stays off)
 			  1 << 6 | 1 << 7;  // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
 	CHECK(WARD_STEP_SECUREBITS, sys(SYS_prctl, PR_SET_SECUREBITS, bits, 0, 0, 0), bits);
-	STEP(WARD_STEP_SECUREBITS);
+}
 
-	// Supplementary groups first: the init's (root's group 0 among them)
-	// must not follow the program.
-	t = now_us();
+// set-user: supplementary groups first: the init's (root's group 0 among
+// them) must not follow the program.
+static void step_user(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	uint32_t gid = g->gid;
 	// Under an unprivileged caller's single mapping the kernel denies
 	// setgroups(2): the groups stay the caller's (unmapped: nogroup).
 	if (!g->keep_groups) CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
 	CHECK(WARD_STEP_USER, sys(SYS_setresgid, g->gid, g->gid, g->gid, 0, 0), 1);
 	CHECK(WARD_STEP_USER, sys(SYS_setresuid, g->uid, g->uid, g->uid, 0, 0), 2);
-	STEP(WARD_STEP_USER);
+}
 
-	// set-user cleared the effective and permitted sets; the inheritable
-	// set survives a uid change. Clear all three, then check.
-	t = now_us();
+// clear-capabilities: set-user cleared the effective and permitted sets;
+// the inheritable set survives a uid change. Clear all three, then check.
+static void step_caps(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof(data));
 	CHECK(WARD_STEP_CAPS, sys(SYS_capset, (long)&hdr, (long)data, 0, 0, 0), 0);
 	CHECK(WARD_STEP_CAPS, sys(SYS_capget, (long)&hdr, (long)data, 0, 0, 0), 1);
 	for (int i = 0; i < 2; i++)
-		if (data[i].effective | data[i].permitted | data[i].inheritable) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_CAPS, -EPERM, 2);
-	STEP(WARD_STEP_CAPS);
+		if (data[i].effective | data[i].permitted | data[i].inheritable) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_CAPS, -EPERM, 2);
+}
 
-	t = now_us();
+static void step_nnp(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	CHECK(WARD_STEP_NNP, sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	STEP(WARD_STEP_NNP);
+}
 
-	// The second layer below the mounts: the ruleset the init built from
-	// the file-system (and network) policy. no_new_privs is what lets an
-	// unprivileged process enforce it; before seccomp, whose policies may
-	// not allow landlock_restrict_self. It holds for this process and
-	// everything it execs or forks, and cannot be undone.
-	t = now_us();
-	if (g->landlock_fd >= 0) {
-		CHECK(WARD_STEP_LANDLOCK, sys(SYS_landlock_restrict_self, g->landlock_fd, 0, 0, 0, 0), g->landlock_fd);
-		sys(SYS_close, g->landlock_fd, 0, 0, 0, 0);
-	}
-	STEP(WARD_STEP_LANDLOCK);
+// landlock: the second layer below the mounts, the ruleset the init built
+// from the file-system (and network) policy. no_new_privs is what lets an
+// unprivileged process enforce it; before seccomp, whose policies may not
+// allow landlock_restrict_self. It holds for this process and everything
+// it execs or forks, and cannot be undone.
+static void step_landlock(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	if (g->landlock_fd < 0) return;
+	CHECK(WARD_STEP_LANDLOCK, sys(SYS_landlock_restrict_self, g->landlock_fd, 0, 0, 0, 0), g->landlock_fd);
+	sys(SYS_close, g->landlock_fd, 0, 0, 0, 0);
+}
 
-	t = now_us();
+static void step_workdir(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	CHECK(WARD_STEP_WORKDIR, sys(SYS_chdir, (long)g->dir, 0, 0, 0, 0), 0);
-	STEP(WARD_STEP_WORKDIR);
+}
 
-	// Last, as close to exec as it can be: every step above may use system
-	// calls the policy denies.
-	t = now_us();
+// seccomp: last, as close to exec as it can be: every step above may use
+// system calls the policy denies.
+static void step_seccomp(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
 	for (int i = 0; i < g->nfilters; i++) {
 		struct sock_fprog prog = {.len = g->filter_len[i], .filter = (struct sock_filter *)g->filters[i]};
-		if (g->notify) {
-			long fd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, (long)&prog, 0, 0);
-			if (fd < 0) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, fd, i);
-			// The init takes the fd (pidfd_getfd) and answers one byte;
-			// read and write are allowed outright by every policy.
-			struct ward_report l = {.kind = WARD_REPORT_LISTENER, .detail = fd};
-			report(g->report_fd, &l);
-			char ack;
-			long n;
-			do n = sys(SYS_read, g->report_fd, (long)&ack, 1, 0, 0);
-			while (n == -EINTR);
-			sys(SYS_close, fd, 0, 0, 0, 0);
-			if (n != 1) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPIPE, i);
-			if (ack != 1) fail(g, &r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPERM, i);
-		} else {
+		if (!g->notify) {
 			CHECK(WARD_STEP_SECCOMP, sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0), i);
+			continue;
 		}
+		long fd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, (long)&prog, 0, 0);
+		if (fd < 0) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, fd, i);
+		// The init takes the fd (pidfd_getfd) and answers one byte; read
+		// and write are allowed outright by every policy.
+		struct ward_report l = {.kind = WARD_REPORT_LISTENER, .detail = fd};
+		report(g->report_fd, &l);
+		char ack;
+		long n;
+		do n = sys(SYS_read, g->report_fd, (long)&ack, 1, 0, 0);
+		while (n == -EINTR);
+		sys(SYS_close, fd, 0, 0, 0, 0);
+		if (n != 1) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPIPE, i);
+		if (ack != 1) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_SECCOMP, -EPERM, i);
 	}
-	STEP(WARD_STEP_SECCOMP);
+}
 
-	r.kind = WARD_REPORT_TIMINGS;
-	report(g->report_fd, &r);
-	// The mask survives exec: unblock what ward_spawn blocked.
-	uint64_t none = 0;
-	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
-
-	// As a shell finds a command (glibc's execvp): a name with a slash as
-	// is, else each directory of PATH (an empty one is "."); EACCES when it
-	// was found only without execute permission, ENOENT when nowhere.
-	// ENOEXEC is an error (no /bin/sh fallback).
-	if (g->file[0] == 0) fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, -ENOENT, 0);
+// exec: as a shell finds a command (glibc's execvp): a name with a slash
+// as is, else each directory of PATH (an empty one is "."); EACCES when it
+// was found only without execute permission, ENOENT when nowhere. ENOEXEC
+// is an error (no /bin/sh fallback). It returns only by failing.
+static void __attribute__((noreturn)) step_exec(struct ward_gate *g, struct ward_report *r) {
+	char buf[4096 + 256]; // PATH candidates
+	if (g->file[0] == 0) fail(g, r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, -ENOENT, 0);
 	if (strchr(g->file, '/')) {
 		long e = sys(SYS_execve, (long)g->file, (long)g->argv, (long)g->envp, 0, 0);
-		fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
+		fail(g, r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
 	}
 	int denied = 0;
 	size_t flen = strlen(g->file);
@@ -388,12 +392,53 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		case -ETIMEDOUT:
 			break;
 		default:
-			fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
+			fail(g, r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, e, 0);
 		}
 		if (*end == 0) break;
 		p = end + 1;
 	}
-	fail(g, &r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, denied ? -EACCES : -ENOENT, 0);
+	fail(g, r, WARD_REPORT_EXEC_ERROR, WARD_STEP_EXEC, denied ? -EACCES : -ENOENT, 0);
+}
+
+// child_steps are the child's steps in order; id is where its time goes in
+// the report (-1: not timed, it waits for the init).
+static const struct {
+	int id;
+	void (*run)(struct ward_gate *, struct ward_report *, const struct ward_report *);
+} child_steps[] = {
+	{WARD_STEP_STDIO, step_stdio},
+	{WARD_STEP_SESSION, step_session},
+	{WARD_STEP_CGROUP, step_cgroup},
+	{-1, step_release},
+	{WARD_STEP_USERNS, step_userns},
+	{WARD_STEP_RLIMITS, step_rlimits},
+	{WARD_STEP_CGROUPNS, step_cgroupns},
+	{WARD_STEP_BOUNDING, step_bounding},
+	{WARD_STEP_SECUREBITS, step_securebits},
+	{WARD_STEP_USER, step_user},
+	{WARD_STEP_CAPS, step_caps},
+	{WARD_STEP_NNP, step_nnp},
+	{WARD_STEP_LANDLOCK, step_landlock},
+	{WARD_STEP_WORKDIR, step_workdir},
+	{WARD_STEP_SECCOMP, step_seccomp},
+};
+
+// child runs the steps, reports their times, and execs the program.
+static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_report *early) {
+	struct ward_report r;
+	memset(&r, 0, sizeof(r));
+	if (early) r = *early; // the early child's time in enter-cgroup
+	for (size_t i = 0; i < sizeof(child_steps) / sizeof(child_steps[0]); i++) {
+		int64_t t = now_us();
+		child_steps[i].run(g, &r, early);
+		if (child_steps[i].id >= 0) r.us[child_steps[i].id] += now_us() - t;
+	}
+	r.kind = WARD_REPORT_TIMINGS;
+	report(g->report_fd, &r);
+	// The mask survives exec: unblock what ward_spawn blocked.
+	uint64_t none = 0;
+	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
+	step_exec(g, &r);
 }
 
 int ward_spawn(struct ward_gate *g) {

@@ -277,7 +277,7 @@ the state of long-lived sandboxes whose supervisor is gone.
 Each ward run also removes such cgroups before it starts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			states := cleanStates()
+			states := stateDir.Clean()
 			removedState := len(states) > 0
 			for _, p := range states {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed state %s\n", p)

@@ -47,8 +47,8 @@ func newStdioRelay(in io.Reader, out, errOut io.Writer) (*stdioRelay, error) {
 }
 
 // fds are the command's ends, to send to the supervisor.
-func (r *stdioRelay) fds() []int {
-	return []int{int(r.child[0].Fd()), int(r.child[1].Fd()), int(r.child[2].Fd())}
+func (r *stdioRelay) fds() [3]int {
+	return [3]int{int(r.child[0].Fd()), int(r.child[1].Fd()), int(r.child[2].Fd())}
 }
 
 // sent closes this side's copies of the command's ends once they are on

@@ -216,16 +216,13 @@ func (s *stdioServer) execShared(ctx context.Context, req jsonRequest, tl time.D
 	if err != nil {
 		return nil, err
 	}
-	stdout := &limited{max: s.cfg.OutputLimit}
-	stderr := &limited{max: s.cfg.OutputLimit}
-	c := ward.Command{Args: req.Args, Env: env, Dir: req.Dir, Stdin: strings.NewReader(req.Stdin), Stdout: stdout, Stderr: stderr, TimeLimit: tl}
+	// Captured as a fresh sandbox's run is: the first OutputLimit bytes.
+	c := ward.Command{Args: req.Args, Env: env, Dir: req.Dir, Stdin: strings.NewReader(req.Stdin), TimeLimit: tl,
+		Capture: true, OutputLimit: s.cfg.OutputLimit}
 	res, err := s.sb.Exec(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	o, e := stdout.String(), stderr.String()
-	res.Stdout, res.Stderr = &o, &e
-	res.StdoutTruncated, res.StderrTruncated = stdout.cut, stderr.cut
 	return res, nil
 }
 
@@ -269,22 +266,4 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 		}
 		return bytes.TrimSuffix(line, []byte("\n")), nil
 	}
-}
-
-// limited keeps the first max bytes written.
-type limited struct {
-	bytes.Buffer
-	max int64
-	cut bool
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if room := l.max - int64(l.Len()); room < int64(len(p)) {
-		l.cut = true
-		if room > 0 {
-			l.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return l.Buffer.Write(p)
 }

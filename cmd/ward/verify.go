@@ -290,7 +290,7 @@ func checks() []check {
 				"for k in CapInh CapPrm CapEff CapBnd CapAmb NoNewPrivs; do sed -n \"s/^$k:[[:space:]]*//p\" /proc/self/status; done | tr '\\n' ' ' | sed 's/ $//'")
 		}},
 		{"landlock", "Landlock holds on its own, below the mounts", checkLandlock},
-		{"cgroup", "a cgroup holds the sandbox (" + cgroup.Layout() + ")", func(c ward.Config) (string, string) {
+		{"cgroup", "a cgroup holds the sandbox (" + cgroupHow() + ")", func(c ward.Config) (string, string) {
 			if why := noCgroup(); why != "" {
 				return "skip", why
 			}
@@ -352,17 +352,35 @@ func checkLandlock(c ward.Config) (string, string) {
 }
 
 // noCgroup says why this caller gets no cgroup (empty: it gets one): an
-// ordinary user without a delegated cgroup v2 subtree. Memory, CPU share
-// and CPU time limits then need --limits=best-effort, or delegation.
+// ordinary user without a delegated cgroup v2 subtree, and no systemd user
+// manager that gives ward a scope. Memory, CPU share and CPU time limits
+// then need --limits=best-effort, or delegation.
 var noCgroup = sync.OnceValue(func() string {
 	if os.Geteuid() == 0 {
 		return ""
 	}
 	cg, err := cgroup.New(cgroup.Resources{})
 	if err != nil {
+		cg, err = cgroup.NewInUserScope(cgroup.Resources{}, err)
+	}
+	if err != nil {
+		how := "run ward in a delegated cgroup v2 subtree: systemd-run --user --scope -p Delegate=yes ward ..."
+		if cgroup.Layout() == "v2" {
+			how += ", or let ward ask a systemd user manager for one, reachable at $XDG_RUNTIME_DIR/systemd/private or on the user bus (" + err.Error() + ")"
+		}
 		return "no cgroup for this user (" + cgroup.Layout() + "): limits that need one (memory, CPU share, CPU time) are refused, or held per process with --limits=best-effort; " +
-			"to get them, run ward in a delegated cgroup v2 subtree: systemd-run --user --scope -p Delegate=yes ward ..."
+			"to get them, " + how
 	}
 	_ = cg.Destroy()
 	return ""
 })
+
+// cgroupHow is the host's cgroup layout, and for an ordinary user the
+// systemd user scope ward asked for, if it did.
+func cgroupHow() string {
+	_ = noCgroup()
+	if unit := cgroup.UserScope(); unit != "" {
+		return cgroup.Layout() + ", in " + unit + ": a transient scope with Delegate=yes that the systemd user manager made for ward"
+	}
+	return cgroup.Layout()
+}

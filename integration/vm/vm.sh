@@ -206,6 +206,9 @@ build_initramfs() {
 		[ -e "/etc/$f" ] && cp -a "/etc/$f" "$STAGE/etc/"
 	done
 	[ -L "$STAGE/etc/os-release" ] && cp --remove-destination /etc/os-release "$STAGE/etc/os-release"
+	# A machine id of its own, as systemd's user manager and dbus-daemon expect
+	# (integration/rootless_dbus_test.go starts them).
+	od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$STAGE/etc/machine-id" && echo >>"$STAGE/etc/machine-id"
 
 	# Kernel modules, in load order.
 	MOD_PATH=() MOD_DONE=() MOD_ORDER=()
