@@ -19,17 +19,24 @@ func inDir(t *testing.T, dir string, env []string, args ...string) result {
 	return runCmd(t, ctx, cmd, args)
 }
 
-func TestWardTomlInTheCurrentDirIsPickedUp(t *testing.T) {
+// TestWardTomlInTheCurrentDirOnlyWhenNamed: a ./ward.toml is read only
+// with --config=ward.toml (a sandbox that could write the directory could
+// have planted it), and ward says so when it skips one.
+func TestWardTomlInTheCurrentDirOnlyWhenNamed(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "ward.toml"), []byte("[sandbox]\ntime_limit = \"1s\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := inDir(t, dir, nil, "run", "--sandbox-log=verbose", "--", "sleep", "5")
+	r := inDir(t, dir, nil, "run", "--sandbox-log=verbose", "--", "true")
+	if r.code != 0 || strings.Contains(r.stderr, "Time limit: 1s") || !strings.Contains(r.stderr, "not reading ./ward.toml") {
+		t.Errorf("an unnamed ./ward.toml was read, or skipped silently\n%s", r)
+	}
+	r = inDir(t, dir, nil, "run", "--config=ward.toml", "--sandbox-log=verbose", "--", "sleep", "5")
 	if r.code != 124 || !strings.Contains(r.stderr, "[SANDBOX] Time limit: 1s") {
-		t.Errorf("./ward.toml's time_limit did not apply\n%s", r)
+		t.Errorf("--config=ward.toml's time_limit did not apply\n%s", r)
 	}
 	// A flag wins over the file.
-	if r := inDir(t, dir, nil, "run", "--time-limit=3s", "--explain", "--", "true"); !strings.Contains(r.stderr, "time_limit from flag --time-limit") {
+	if r := inDir(t, dir, nil, "run", "--config=ward.toml", "--time-limit=3s", "--explain", "--", "true"); !strings.Contains(r.stderr, "time_limit from flag --time-limit") {
 		t.Errorf("--explain does not say the flag won\n%s", r)
 	}
 }
@@ -125,13 +132,13 @@ func TestProfilesListAndShow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ward.toml"), []byte("[sandbox.profiles.judge]\ntime_limit = \"2s\"\nmemory_limit = \"256M\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := inDir(t, dir, nil, "profiles")
+	r := inDir(t, dir, nil, "profiles", "--config=ward.toml")
 	for _, want := range []string{"default", "strict", "testing", "development", "judge        time 2s, memory 256M"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("ward profiles lacks %q\n%s", want, r)
 		}
 	}
-	r = inDir(t, dir, nil, "profiles", "show", "judge")
+	r = inDir(t, dir, nil, "profiles", "--config=ward.toml", "show", "judge")
 	if !strings.Contains(r.stdout, `time_limit = "2s"`) || !strings.Contains(r.stdout, "[sandbox.filesystem]") {
 		t.Errorf("ward profiles show judge\n%s", r)
 	}

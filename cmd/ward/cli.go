@@ -116,7 +116,7 @@ func newRunCmd() *cobra.Command {
 // bindRunFlags declares the flags of `ward run` on fl, storing into f:
 // the command's own, and one per setting of the table.
 func bindRunFlags(fl *pflag.FlagSet, f *runFlags) {
-	fl.StringVar(&f.config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml, if present)")
+	fl.StringVar(&f.config, "config", "", "TOML config FILE (default /etc/ward/ward.toml, if present; a ./ward.toml only when named here)")
 	fl.StringVar(&f.profile, "profile", "default", "profile: default, strict, testing, development, or one of the config file's")
 	fl.StringVar(&f.profile, "sandbox", "default", "alias of --profile: bare --sandbox is the default profile, --sandbox=NAME picks one (simple run passes it through)")
 	// A bare --sandbox never takes the next argument as its value.

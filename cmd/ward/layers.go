@@ -4,12 +4,22 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"syscall"
 
 	"github.com/wardbox/ward"
 )
 
-// findConfigFile is --config, else ./ward.toml, else /etc/ward/ward.toml,
-// else none.
+// systemConfig is the config file read when --config names none: the
+// host's, which only root may write.
+const systemConfig = "/etc/ward/ward.toml"
+
+// findConfigFile is --config, else /etc/ward/ward.toml, else none.
+//
+// A ./ward.toml is read only when --config names it: the current directory
+// is often one a sandbox could write (--workspace ., --allow-write .), and a
+// config file a sandbox planted there would otherwise widen the next
+// sandbox (allow_write, workspace, allow_network...). ward says so when it
+// sees one it does not read.
 func findConfigFile(flag string) (string, error) {
 	if flag != "" {
 		if _, err := os.Stat(flag); err != nil {
@@ -17,12 +27,17 @@ func findConfigFile(flag string) (string, error) {
 		}
 		return flag, nil
 	}
-	for _, p := range []string{"ward.toml", "/etc/ward/ward.toml"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
+	if _, err := os.Stat("ward.toml"); err == nil {
+		fmt.Fprintln(os.Stderr, "ward: not reading ./ward.toml: pass --config=ward.toml to use it (a sandbox that could write this directory could have written it)")
 	}
-	return "", nil
+	st, err := os.Stat(systemConfig)
+	if err != nil {
+		return "", nil
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (sys.Uid != 0 || st.Mode().Perm()&0o022 != 0) {
+		return "", fmt.Errorf("%s: refused: it must belong to root and be writable by root only (it is uid %d, mode %v)", systemConfig, sys.Uid, st.Mode().Perm())
+	}
+	return systemConfig, nil
 }
 
 // layer builds the effective config from base: built-in default < the

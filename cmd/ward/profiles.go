@@ -45,7 +45,7 @@ func newProfilesCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.PersistentFlags().StringVar(&config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml)")
+	cmd.PersistentFlags().StringVar(&config, "config", "", "TOML config FILE (default /etc/ward/ward.toml, if present; a ./ward.toml only when named here)")
 	cmd.AddCommand(show)
 	return cmd
 }

@@ -88,7 +88,7 @@ Run it on a new host before trusting it.`,
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "default", "the profile to verify")
-	cmd.Flags().StringVar(&config, "config", "", "TOML config FILE (default ./ward.toml, else /etc/ward/ward.toml)")
+	cmd.Flags().StringVar(&config, "config", "", "TOML config FILE (default /etc/ward/ward.toml, if present; a ./ward.toml only when named here)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	return cmd
 }
