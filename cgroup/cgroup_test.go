@@ -88,3 +88,25 @@ func TestNewSetsLimitsAndCleansUp(t *testing.T) {
 		t.Errorf("%s still exists after Destroy", m.Path())
 	}
 }
+
+// TestV1ControllersMountedTogether: where cpu and cpuacct are one
+// hierarchy (cpu,cpuacct, as systemd mounts them), the sandbox's cgroup is
+// one directory for both: created, opened and removed once.
+func TestV1ControllersMountedTogether(t *testing.T) {
+	shared := "/sys/fs/cgroup/cpu,cpuacct/self/ward-1-0"
+	m := &v1{paths: map[string]string{"memory": "/sys/fs/cgroup/memory/self/ward-1-0", "cpu": shared, "cpuacct": shared, "pids": "/sys/fs/cgroup/pids/self/ward-1-0"}}
+	if d := m.dirs(); len(d) != 3 || d[1] != shared {
+		t.Errorf("dirs = %v, want memory, cpu,cpuacct and pids once each", d)
+	}
+	dir := filepath.Join(t.TempDir(), "ward-1-0")
+	r := Resources{CPUPercent: 50}
+	if err := makeCgroup(dir, v1Knobs("cpu", r)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeKnobs(dir, v1Knobs("cpuacct", r)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us")); err != nil || string(b) != "50000" {
+		t.Errorf("cpu.cfs_quota_us = %q, %v", b, err)
+	}
+}

@@ -67,10 +67,18 @@ func makeCgroup(dir string, knobs []knob) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
+	if err := writeKnobs(dir, knobs); err != nil {
+		_ = syscall.Rmdir(dir)
+		return err
+	}
+	return nil
+}
+
+// writeKnobs writes knobs in dir, a cgroup ward made.
+func writeKnobs(dir string, knobs []knob) error {
 	for _, k := range knobs {
 		err := os.WriteFile(filepath.Join(dir, k.file), []byte(k.value), 0)
 		if err != nil && !(k.optional && errors.Is(err, fs.ErrNotExist)) {
-			_ = syscall.Rmdir(dir)
 			return fmt.Errorf("write %s %s: %w", k.file, k.value, err)
 		}
 	}

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -27,20 +28,47 @@ func newV1(name string, r Resources) (Manager, error) {
 			return nil, &Error{Op: "find own cgroup", Path: "/proc/self/cgroup", Err: err,
 				Hint: "ward needs the memory, cpu, cpuacct and pids v1 hierarchies mounted under " + v1Root}
 		}
-		parent := filepath.Join(v1Root, c, self)
+		// Controllers mounted together (cpu,cpuacct, with cpu and cpuacct
+		// links to it, as systemd mounts them) share one directory.
+		root := filepath.Join(v1Root, c)
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		parent := filepath.Join(root, self)
 		sw.removeStale(parent)
 		paths[c] = filepath.Join(parent, name)
 	}
-	for i, c := range v1Controllers {
-		if err := makeCgroup(paths[c], v1Knobs(c, r)); err != nil {
-			for _, made := range v1Controllers[:i] {
-				_ = syscall.Rmdir(paths[made])
+	m := &v1{paths: paths}
+	made := map[string]bool{}
+	for _, c := range v1Controllers {
+		dir := paths[c]
+		var err error
+		if made[dir] {
+			err = writeKnobs(dir, v1Knobs(c, r))
+		} else if err = makeCgroup(dir, v1Knobs(c, r)); err == nil {
+			made[dir] = true
+		}
+		if err != nil {
+			for d := range made {
+				_ = syscall.Rmdir(d)
 			}
-			return nil, &Error{Op: "create", Path: paths[c], Err: err,
+			return nil, &Error{Op: "create", Path: dir, Err: err,
 				Hint: "ward creates its cgroups under its own; run it as root with the cgroup file systems writable"}
 		}
 	}
-	return &v1{paths: paths}, nil
+	return m, nil
+}
+
+// dirs are the cgroup's directories, one per hierarchy (controllers
+// mounted together share one).
+func (m *v1) dirs() []string {
+	var out []string
+	for _, c := range v1Controllers {
+		if !slices.Contains(out, m.paths[c]) {
+			out = append(out, m.paths[c])
+		}
+	}
+	return out
 }
 
 func (m *v1) Version() int { return 1 }
@@ -48,11 +76,7 @@ func (m *v1) Version() int { return 1 }
 func (m *v1) Path() string { return m.paths["memory"] }
 
 func (m *v1) OpenProcs() ([]*os.File, error) {
-	dirs := make([]string, 0, len(v1Controllers))
-	for _, c := range v1Controllers {
-		dirs = append(dirs, m.paths[c])
-	}
-	return openProcs(dirs...)
+	return openProcs(m.dirs()...)
 }
 
 func (m *v1) CPUUsage() (time.Duration, error) {
@@ -96,7 +120,7 @@ func (m *v1) Kill() error {
 
 func (m *v1) Destroy() error {
 	var first error
-	for _, p := range m.paths {
+	for _, p := range m.dirs() {
 		if err := rmdirRetry(p); err != nil && first == nil {
 			first = err
 		}
