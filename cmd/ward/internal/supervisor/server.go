@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -257,25 +258,33 @@ func (s *Server) forget(name string) {
 	}
 }
 
+// maxRequest bounds one request on a sandbox's socket (arguments and
+// environment of a command included).
+const maxRequest = 64 << 20
+
 // serveSandbox answers one Request on sandbox name's socket.
 func (s *Server) serveSandbox(c *net.UnixConn, name string, ss *sandbox) {
 	defer c.Close()
 	enc := json.NewEncoder(c)
 	_ = c.SetReadDeadline(time.Now().Add(requestWait))
-	buf, oob := make([]byte, 1<<20), make([]byte, unix.CmsgSpace(3*4))
+	// The fds come with the request's first bytes; a long request (a
+	// command's arguments) goes on in further reads of the stream.
+	buf, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(3*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
-	if err != nil {
-		return
-	}
-	_ = c.SetReadDeadline(time.Time{})
 	files := receivedFiles(oob[:oobn])
 	defer func() {
 		for _, f := range files {
 			f.Close()
 		}
 	}()
+	if err != nil {
+		return
+	}
 	var req Request
-	if err := json.Unmarshal(buf[:n], &req); err != nil {
+	dec := json.NewDecoder(io.MultiReader(bytes.NewReader(buf[:n]), io.LimitReader(c, maxRequest)))
+	err = dec.Decode(&req)
+	_ = c.SetReadDeadline(time.Time{})
+	if err != nil {
 		_ = enc.Encode(errorReply{Error: "bad request: " + err.Error()})
 		return
 	}
