@@ -155,7 +155,13 @@ func (c Client) call(name string, req Request, fds []int, out any, sent func()) 
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	if _, _, err := uc.WriteMsgUnix(b, oob, nil); err != nil {
+	// The fds go with the first bytes; a stream socket may take the rest
+	// of a long request in further writes.
+	n, _, err := uc.WriteMsgUnix(b, oob, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := uc.Write(b[n:]); err != nil {
 		return err
 	}
 	if sent != nil {
