@@ -188,7 +188,27 @@ func openAuditLog(path string) (*auditLog, error) {
 		syscall.Close(fd)
 		return nil, fail(0, fmt.Sprintf("%s: not a regular file", path))
 	}
+	// A log someone else could read, rewrite or truncate is no record: it
+	// must be the caller's own, writable by no one else, with one name.
+	if why := auditFileProblem(st, os.Geteuid()); why != "" {
+		syscall.Close(fd)
+		return nil, fail(syscall.EPERM, fmt.Sprintf("%s: %s", path, why))
+	}
 	return &auditLog{fd: fd, path: path}, nil
+}
+
+// auditFileProblem says why an existing audit log may not be appended to
+// by euid, or "".
+func auditFileProblem(st syscall.Stat_t, euid int) string {
+	switch {
+	case int(st.Uid) != euid:
+		return fmt.Sprintf("belongs to uid %d, not to ward's caller (uid %d): someone else could read or truncate the record", st.Uid, euid)
+	case st.Mode&0o022 != 0:
+		return fmt.Sprintf("mode %o lets others write it: chmod go-w", st.Mode&0o777)
+	case st.Nlink > 1:
+		return fmt.Sprintf("has %d hard links: another name could change it", st.Nlink)
+	}
+	return ""
 }
 
 func (a *auditLog) close() {

@@ -374,3 +374,22 @@ func TestAuditWriteFailureIsAnAuditError(t *testing.T) {
 		t.Errorf("got %v, want an AuditError naming %s", err, path)
 	}
 }
+
+func TestAuditFileProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   syscall.Stat_t
+		want string
+	}{
+		{"the caller's, 0600", syscall.Stat_t{Uid: 1000, Mode: syscall.S_IFREG | 0o600, Nlink: 1}, ""},
+		{"the caller's, 0644", syscall.Stat_t{Uid: 1000, Mode: syscall.S_IFREG | 0o644, Nlink: 1}, ""},
+		{"another user's", syscall.Stat_t{Uid: 1001, Mode: syscall.S_IFREG | 0o600, Nlink: 1}, "belongs to uid 1001"},
+		{"world-writable", syscall.Stat_t{Uid: 1000, Mode: syscall.S_IFREG | 0o666, Nlink: 1}, "lets others write"},
+		{"group-writable", syscall.Stat_t{Uid: 1000, Mode: syscall.S_IFREG | 0o620, Nlink: 1}, "lets others write"},
+		{"two names", syscall.Stat_t{Uid: 1000, Mode: syscall.S_IFREG | 0o600, Nlink: 2}, "hard links"},
+	} {
+		if got := auditFileProblem(tc.st, 1000); tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
