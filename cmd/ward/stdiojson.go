@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +113,10 @@ func (s *stdioServer) serve(ctx context.Context, line []byte) (*ward.Result, err
 		if tl, err = ward.ParseDuration(req.TimeLimit); err != nil {
 			return nil, fmt.Errorf("time_limit %q: %v", req.TimeLimit, err)
 		}
+		// A request may shorten the operator's limit, never lengthen it.
+		if lim := s.cfg.TimeLimit; lim > 0 && tl > lim {
+			return nil, fmt.Errorf("time_limit %q: above --time-limit=%s", req.TimeLimit, ward.FormatDuration(lim))
+		}
 	}
 	if s.sb != nil {
 		return s.execShared(ctx, req, tl)
@@ -194,7 +200,9 @@ func (s *stdioServer) requestConfig(req jsonRequest, tl time.Duration) (ward.Con
 
 // applyRequestWorkspace maps a request's "workspace" (DIR[:ro|rw], as
 // --workspace) onto its sandbox's config: bound at /workspace, the working
-// directory unless the request says "dir".
+// directory unless the request says "dir". Where the operator gave
+// --workspace, a request's must lie inside it, and is read-only when the
+// operator's is: a request never reaches further than the command line.
 func applyRequestWorkspace(cfg *ward.Config, ws string) error {
 	if ws == "" {
 		return nil
@@ -203,8 +211,39 @@ func applyRequestWorkspace(cfg *ward.Config, ws string) error {
 	if err != nil {
 		return fmt.Errorf("workspace %q: %v", ws, err)
 	}
+	if base := cfg.Workspace; base != "" && cfg.WorkspaceAccess != ward.WorkspaceNone {
+		if !pathWithin(abs(dir, cfg.Cwd), abs(base, cfg.Cwd)) {
+			return fmt.Errorf("workspace %q: not inside --workspace=%s", ws, base)
+		}
+		if cfg.WorkspaceAccess == ward.WorkspaceRO {
+			if strings.HasSuffix(ws, ":"+ward.WorkspaceRW) {
+				return fmt.Errorf("workspace %q: read-write inside a read-only --workspace=%s", ws, base)
+			}
+			access = ward.WorkspaceRO
+		}
+	}
 	cfg.Workspace, cfg.WorkspaceAccess = dir, access
 	return nil
+}
+
+// abs is p made absolute against cwd, its links resolved where it exists.
+func abs(p, cwd string) string {
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// pathWithin reports whether p is base or below it.
+func pathWithin(p, base string) bool {
+	rel, err := filepath.Rel(base, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // execShared runs a request in --session's shared sandbox.
