@@ -82,8 +82,8 @@ type busAddr struct {
 
 // userBusAddrs are the ways to try, in order: the manager's private socket
 // $XDG_RUNTIME_DIR/systemd/private, then $DBUS_SESSION_BUS_ADDRESS, else
-// $XDG_RUNTIME_DIR/bus. Only unix sockets; the runtime directory must be
-// the caller's own. Nothing is launched (godbus's session bus lookup
+// $XDG_RUNTIME_DIR/bus. Only unix sockets by path (no abstract ones), the
+// caller's own; the runtime directory must be the caller's too. Nothing is launched (godbus's session bus lookup
 // would run dbus-launch where no bus is found).
 func userBusAddrs() ([]busAddr, error) {
 	uid := os.Getuid()
@@ -99,8 +99,8 @@ func userBusAddrs() ([]busAddr, error) {
 			addrs = append(addrs, busAddr{addr: "unix:path=" + p})
 		}
 	}
-	if a := os.Getenv("DBUS_SESSION_BUS_ADDRESS"); strings.HasPrefix(a, "unix:") {
-		addrs = append(addrs, busAddr{addr: a, hello: true})
+	if p, ok := strings.CutPrefix(os.Getenv("DBUS_SESSION_BUS_ADDRESS"), "unix:path="); ok && !strings.Contains(p, ",") && ownSocket(p, uid) {
+		addrs = append(addrs, busAddr{addr: "unix:path=" + p, hello: true})
 	} else if p := filepath.Join(rt, "bus"); ownDir && isSocket(p) {
 		addrs = append(addrs, busAddr{addr: "unix:path=" + p, hello: true})
 	}
@@ -108,6 +108,12 @@ func userBusAddrs() ([]busAddr, error) {
 		return nil, fmt.Errorf("no user manager to ask: no %s/systemd/private or user bus (DBUS_SESSION_BUS_ADDRESS, %s/bus) of this user's", rt, rt)
 	}
 	return addrs, nil
+}
+
+// ownSocket reports whether p is a unix socket of uid's.
+func ownSocket(p string, uid int) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK && int(st.Uid) == uid
 }
 
 func isSocket(p string) bool {

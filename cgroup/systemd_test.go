@@ -29,14 +29,18 @@ func TestUserBusAddrs(t *testing.T) {
 	busOnly := t.TempDir()
 	listen(filepath.Join(busOnly, "bus"))
 	empty := t.TempDir()
+	envBus := filepath.Join(t.TempDir(), "env", "bus")
+	listen(envBus)
 	for _, tc := range []struct {
 		name, rt, env string
 		want          string // addresses, with "+hello" for a bus
 	}{
 		{"private and bus", both, "", "unix:path=" + both + "/systemd/private unix:path=" + both + "/bus+hello"},
 		{"bus only", busOnly, "", "unix:path=" + busOnly + "/bus+hello"},
-		{"env bus", empty, "unix:path=/somewhere/bus", "unix:path=/somewhere/bus+hello"},
-		{"env bus before runtime bus", both, "unix:abstract=x", "unix:path=" + both + "/systemd/private unix:abstract=x+hello"},
+		{"env bus", empty, "unix:path=" + envBus, "unix:path=" + envBus + "+hello"},
+		{"env bus before runtime bus", both, "unix:path=" + envBus, "unix:path=" + both + "/systemd/private unix:path=" + envBus + "+hello"},
+		{"env bus not a socket of ours", busOnly, "unix:path=/somewhere/bus", "unix:path=" + busOnly + "/bus+hello"},
+		{"env abstract socket", busOnly, "unix:abstract=x", "unix:path=" + busOnly + "/bus+hello"},
 		{"env not unix", busOnly, "tcp:host=127.0.0.1,port=1", "unix:path=" + busOnly + "/bus+hello"},
 		{"nothing", empty, "", ""},
 	} {
