@@ -216,7 +216,9 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 		switch m.Type {
 		case MsgReady:
 			// From the exec to main: the Go runtime's start in the init.
-			sb.Steps = append(sb.Steps, StepTime{Step: "start-init", Us: m.StartUs - sb.cloned, Side: "init"},
+			// The parent notes the clone only once Start has returned, and
+			// on a loaded machine the init may be in main by then: 0.
+			sb.Steps = append(sb.Steps, StepTime{Step: "start-init", Us: max(0, m.StartUs-sb.cloned), Side: "init"},
 				StepTime{Step: "receive-config", Us: m.ConfigUs - m.StartUs, Side: "init"})
 			sb.Steps = append(sb.Steps, m.Steps...)
 			sb.Landlock, sb.LandlockNote = m.Landlock, m.LandlockNote
