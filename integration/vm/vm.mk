@@ -8,7 +8,7 @@
 VM_SCRIPT := bash integration/vm/vm.sh
 VM_TEST_ARGS ?=
 VM_SMOKE ?=
-VM_TIMEOUT ?= 20m
+VM_TIMEOUT ?= 32m
 VM_ACCEL ?=
 export VM_TEST_ARGS VM_SMOKE VM_TIMEOUT VM_ACCEL
 

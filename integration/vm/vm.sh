@@ -13,8 +13,8 @@
 #   VM_TEST_ARGS   extra arguments for the test binary, shell-quoted,
 #                  e.g. "-test.run 'TestRun|TestReport'"
 #   VM_SMOKE=1     instead of the tests, run one `ward run` and print the cgroup set-up
-#   VM_TIMEOUT     host-side limit for the whole VM run (default 20m; a hung guest is tried again, VM_TRIES times in all, default 2)
-#   VM_TEST_TIMEOUT  -test.timeout inside the VM (default 15m)
+#   VM_TIMEOUT     host-side limit for the whole VM run (default 32m; a hung guest is tried again, VM_TRIES times in all, default 2)
+#   VM_TEST_TIMEOUT  -test.timeout inside the VM (default 28m)
 #   VM_MEM, VM_CPUS  qemu -m and -smp (default 2048, 2)
 #   VM_CACHE       where the unpacked kernel lives (default /var/cache/ward-vm)
 #   VM_OUT         build products and logs (default integration/vm/out)
@@ -31,8 +31,8 @@ GO=${GO:-go}
 VM_CACHE=${VM_CACHE:-/var/cache/ward-vm}
 VM_OUT=${VM_OUT:-$HERE/out}
 case $VM_OUT in /*) ;; *) VM_OUT=$ROOT/$VM_OUT ;; esac
-VM_TIMEOUT=${VM_TIMEOUT:-20m}
-VM_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-15m}
+VM_TIMEOUT=${VM_TIMEOUT:-32m}
+VM_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-28m}
 # A boot that prints no exit marker before VM_TIMEOUT (a guest that hung:
 # seen once under TCG, mid-output) is tried again, this many times in all.
 VM_TRIES=${VM_TRIES:-2}
