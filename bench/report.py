@@ -55,11 +55,13 @@ layout = subprocess.run(["bin/ward", "version"], capture_output=True, text=True)
 layout = next((l for l in layout.splitlines() if l.startswith("cgroup layout")), "")
 commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 
-print("# Benchmarks (issue 9)\n")
+print("# Benchmarks\n")
 print("Written by `make bench` (bench/run.sh, bench/report.py) from what it measured; never edited by hand.\n")
 print(f"Machine: {os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, {layout}. ward at {commit}.\n")
 
-print("## Start-up of `/bin/true` (hyperfine, no shell, median / min / max in ms)\n")
+print("## Start-up (hyperfine, no shell, median / min / max in ms)\n")
+print("The floor first: `/bin/true` (bare), a static C program that returns 0 (c-static), a Go hello-world (go-hello), "
+      "`ward version` (ward's own start, no sandbox); then each sandbox running `/bin/true`.\n")
 print("| command | median | min | max | ratio to bare | ratio to bwrap | ratio to runc |")
 print("|---|---|---|---|---|---|---|")
 for name, r in st.items():
@@ -91,6 +93,10 @@ r5 = ms(paths) / ms(ward)
 print(f"| start-up with 50 --allow-read paths <= 1.5x none | {r5:.2f}x | {met(r5 <= 1.5)} |")
 w = float(warm)
 print(f"| warm Exec of /bin/true <= 3 ms | {w:.2f} ms (back to back) | {met(w <= 3)} |")
+if "ward-version" in st and "go-hello" in st:
+    r7 = ms(st["ward-version"]) / ms(st["go-hello"])
+    print(f"| `ward version` <= 1.5x a Go hello-world | {r7:.2f}x ({ms(st['ward-version']):.2f} vs "
+          f"{ms(st['go-hello']):.2f} ms; a static C program: {ms(st['c-static']):.2f} ms) | {met(r7 <= 1.5)} |")
 if "ward-rootless" in st and "ward-root-setpriv" in st:
     r6 = ms(st["ward-rootless"]) / ms(st["ward-root-setpriv"])
     print(f"| rootless start-up <= 1.2x root's (both through setpriv) | {r6:.2f}x ({ms(st['ward-rootless']):.2f} vs "
@@ -139,7 +145,7 @@ print(f"""What remains, and why:
   part of it is static glibc's start-up, whose `cpuid` instructions trap to the hypervisor on this VM). The program's
   process is not a third: it is C (nsexec/spawn_linux.c).
 - **`clone-init`** ({med("clone-init"):.2f} ms): the clone into six new namespaces, the uid/gid maps, and the exec of
-  ward's 12 MB binary.
+  ward's binary (8 MB since containerd/cgroups went).
 - **Outside the setup**: ward's own start before the launch (its Go runtime, as the init's), the program, and after
   it the teardown: the init's exit and the PID namespace's end, the cgroup's figures, its kill and removal.
 - **CPU per sandbox, hence the throughput**: two Go processes (their runtime starts, page faults in a VM) and the

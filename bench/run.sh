@@ -24,6 +24,13 @@ json.dump(c, open(p, "w"), indent=1)
 PY
 fi
 
+# The floor: a static C program's start and a Go hello-world's, built here.
+printf 'int main(void) { return 0; }\n' > "$OUT/floor.c"
+gcc -O2 -static -o "$OUT/c-static" "$OUT/floor.c"
+mkdir -p "$OUT/gohello"
+printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' > "$OUT/gohello/main.go"
+(cd "$OUT/gohello" && [ -f go.mod ] || go mod init gohello >/dev/null 2>&1; CGO_ENABLED=0 go build -o ../go-hello .)
+
 BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true"
 hf() { # name, json, commands...
 	local json=$1; shift
@@ -38,7 +45,8 @@ trap 'userdel "$BENCH_USER" 2>/dev/null || true' EXIT
 BU=$(id -u "$BENCH_USER"); BG=$(id -g "$BENCH_USER")
 
 echo "== start-up: /bin/true"
-hf startup.json -n bare "/bin/true" -n bwrap "$BWRAP" -n ward "$WARD run -- /bin/true" \
+hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n ward-version "$WARD version" \
+	-n bwrap "$BWRAP" -n ward "$WARD run -- /bin/true" \
 	-n ward-unconfined "$WARD run --seccomp=unconfined -- /bin/true" \
 	-n runc "runc --root $PWD/$OUT/runc-state run --bundle $PWD/$B ward-bench" \
 	-n ward-root-setpriv "setpriv --reuid=0 --regid=0 --keep-groups $WARD run -- /bin/true" \
