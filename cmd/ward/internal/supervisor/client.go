@@ -161,8 +161,12 @@ func (c Client) call(name string, req Request, fds []int, out any, sent func()) 
 	if err != nil {
 		return err
 	}
-	if _, err := uc.Write(b[n:]); err != nil {
-		return err
+	if n < len(b) {
+		// Only what is left: the supervisor may already have answered a
+		// whole request and closed its end (a write then fails, EPIPE).
+		if _, err := uc.Write(b[n:]); err != nil {
+			return err
+		}
 	}
 	if sent != nil {
 		sent()
