@@ -290,3 +290,29 @@ func TestStdioJSONRequestWorkspace(t *testing.T) {
 		t.Errorf("request 3 (ro) could write: %s", lines[2])
 	}
 }
+
+// TestStdioJSONRequestStaysWithinTheCommandLine: where the operator gave
+// --workspace and --time-limit, a request's workspace must lie inside that
+// workspace (read-only when it is) and its time_limit may not be longer.
+func TestStdioJSONRequestStaysWithinTheCommandLine(t *testing.T) {
+	needRoot(t)
+	ws, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"args":["true"],"workspace":"` + outside + `"}` + "\n" +
+		`{"args":["sh","-c","touch x 2>&1 || echo REFUSED"],"workspace":"` + filepath.Join(ws, "sub") + `"}` + "\n" +
+		`{"args":["true"],"workspace":"` + filepath.Join(ws, "sub") + `:rw"}` + "\n" +
+		`{"args":["true"],"time_limit":"1h"}` + "\n" +
+		`{"args":["true"],"time_limit":"1s"}` + "\n"
+	r := run(t, opts{stdin: in}, "run", "--stdio-json", "--workspace="+ws+":ro", "--time-limit=10s")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 5 {
+		t.Fatalf("exit %d, %d answers\n%s", r.code, len(lines), r)
+	}
+	for i, want := range []string{"not inside --workspace", "REFUSED", "read-write inside a read-only", "above --time-limit", `"status":"exited"`} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("request %d: %s, want %q", i+1, lines[i], want)
+		}
+	}
+}
