@@ -87,9 +87,13 @@ var specCases = map[string]specCase{
 	"Limit to 100ms for tests | simple test --sandbox --time-limit=100ms": {
 		program: []string{"busybox", "sleep", "0.05"}, attempts: 3,
 		check: func(t *testing.T, _ specEnv, r result, rep map[string]any) {
-			if wall := num(t, rep, "wall_time_ms"); wall < 50 || wall >= 100 {
-				t.Errorf("wall_time_ms = %v, want the program's own 50 to 100 ms\n%s", wall, r)
+			// Exit 0 says the init saw the program end inside its 100 ms;
+			// wall_time_ms also holds the init's reaping, which a loaded
+			// TCG VM has been seen to stretch to 102 ms: no upper bound.
+			if wall := num(t, rep, "wall_time_ms"); wall < 50 {
+				t.Errorf("wall_time_ms = %v, want at least the program's own 50 ms\n%s", wall, r)
 			}
+			wantLimit(t, rep, "time_limit_ms", 100)
 		},
 	},
 	"Limit to 100MB | simple run --sandbox --memory-limit=100M app.spl": {
