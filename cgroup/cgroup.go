@@ -128,6 +128,7 @@ func stale(name string) bool { return (&sweep{thorough: true}).stale(name) }
 type sweep struct {
 	thorough bool
 	seen     map[string]bool // name -> stale
+	dead     map[int]bool    // pid -> gone or a zombie, read once per pid
 	dirs     map[string]bool // directories already swept
 }
 
@@ -159,7 +160,15 @@ func (s *sweep) decide(name string) bool {
 	if pid == os.Getpid() {
 		return false
 	}
-	if procstat.Dead(pid) {
+	dead, ok := s.dead[pid]
+	if !ok {
+		dead = procstat.Dead(pid)
+		if s.dead == nil {
+			s.dead = map[int]bool{}
+		}
+		s.dead[pid] = dead
+	}
+	if dead {
 		// Gone, or a zombie not yet reaped: its sandboxes are gone too.
 		return true
 	}
