@@ -32,12 +32,13 @@ const (
 const setupTimeout = 30 * time.Second
 
 // Init must be the first call in main of any program that uses this
-// package: when the process is a sandbox init (ward re-executes
-// /proc/self/exe for that), Init runs it and never returns. Otherwise it
-// returns at once.
+// package: when the process is a sandbox's proxy relay (the sandbox's init
+// execs the program's own binary for that, --network=proxy), Init runs it
+// and never returns. Otherwise it returns at once. (The sandbox init
+// itself is C, run by a constructor before main: nsexec/init_linux.c.)
 func Init() {
-	if nsexec.IsInit() {
-		nsexec.RunInit()
+	if nsexec.IsRelay() {
+		nsexec.RunRelay()
 	}
 }
 

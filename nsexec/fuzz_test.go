@@ -91,14 +91,14 @@ func FuzzGateUnpack(f *testing.F) {
 		if landlock {
 			fd = 5
 		}
-		msg, err := packGate(gateSpec(), fd)
+		msg, err := packGateWith(gateSpec(), fd)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(msg, landlock)
 		f.Add(msg[:len(msg)-1], landlock)
 		f.Add(append(msg, 0), landlock)
-		bare, err := packGate(&Spec{Args: []string{"x"}}, fd)
+		bare, err := packGateWith(&Spec{Args: []string{"x"}}, fd)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func FuzzGateRoundTrip(f *testing.F) {
 		if landlock {
 			fd, got = 3, 13
 		}
-		msg, err := packGate(spec, fd)
+		msg, err := packGateWith(spec, fd)
 		if bad := len(filter) > 0 && (len(filter)%8 != 0 || len(filter)/8 > 0xffff); bad != (err != nil) {
 			t.Fatalf("filter of %d bytes: packed with %v", len(filter), err)
 		}

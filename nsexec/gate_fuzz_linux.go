@@ -78,12 +78,13 @@ func goStrings(v **C.char) []string {
 	return out
 }
 
-// packGate packs spec as sendEarly sends it (buildGate, ward_pack_gate),
-// with landlockFD as the ruleset's number in the sender (-1: none).
-func packGate(spec *Spec, landlockFD int) ([]byte, error) {
-	g, free, failed := buildGate(spec, nil)
+// packGateWith packs spec as the parent does (packGate), with
+// landlockFD as the ruleset's number in the sender (-1: none), as the init
+// sends it on (ward_send_gate_to).
+func packGateWith(spec *Spec, landlockFD int) ([]byte, error) {
+	g, free, failed := buildGate(spec)
 	if failed != nil {
-		return nil, fmt.Errorf("%s: %s", failed.Step, failed.Message)
+		return nil, failed
 	}
 	defer free()
 	g.landlock_fd = C.int(landlockFD)

@@ -13,12 +13,12 @@ import (
 	"github.com/wardbox/ward/fs"
 )
 
-// TestMain lets this test binary serve as the sandbox init: Start re-executes
-// /proc/self/exe, which here is the test binary.
+// TestMain lets this test binary serve as the proxy relay: the init execs
+// ward's binary for it, which here is the test binary. (The init itself
+// is C: this binary's constructor runs it, spawn_linux.c.)
 func TestMain(m *testing.M) {
-	switch {
-	case IsInit():
-		RunInit()
+	if IsRelay() {
+		RunRelay()
 	}
 	os.Exit(m.Run())
 }

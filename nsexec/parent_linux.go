@@ -16,6 +16,9 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/fs"
+	"github.com/wardbox/ward/seccomp"
 )
 
 // HostUIDBase is the host uid that root inside the sandbox's user namespace
@@ -42,6 +45,10 @@ type Options struct {
 	// Session starts a long-lived sandbox: no program; commands come with
 	// Exec.
 	Session bool
+	// OverlayKeep is the caller's --overlay-keep directory (nil: none):
+	// once the sandbox is gone, Wait copies the overlays' upper layers
+	// (whose fd the init passes up) into it.
+	OverlayKeep *os.File
 	// Files are the fds the init inherits past its protocol socket, as
 	// numbered by Files.Add: first the cgroup.procs files the program's
 	// process writes itself into (spec.CgroupFDs of them), then the
@@ -71,15 +78,24 @@ func (fs *Files) List() []*os.File { return fs.list }
 // Sandbox is a started init, seen from the parent.
 type Sandbox struct {
 	session  bool
+	spec     *Spec
 	execCtl  *os.File
 	execMu   sync.Mutex
-	waiters  map[int]chan ExecEvent
+	waiters  map[int]waiter
 	cmd      *exec.Cmd
 	conn     *os.File
 	msgs     chan Msg
 	waited   chan struct{}
 	waitOnce sync.Once
 	exit     *Exit
+	// fds are the fds that came with the messages not yet read (SCM_RIGHTS).
+	fdMu sync.Mutex
+	fds  []int
+	// upper is the overlays' upper layers (from "ready"), keep the
+	// caller's --overlay-keep directory: Wait copies one into the other.
+	upper, keep *os.File
+	// listener serves the program's seccomp listener (verbose mode).
+	listener *seccomp.Listener
 	cloned   int64 // monoUs when the init's exec was done
 	// StartedUs is when the program's exec succeeded (MonoUs), as the
 	// init saw it: the start of the program's own clock.
@@ -119,6 +135,22 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		defer theirs.Close()
 		spec.Session, spec.ExecFD = true, files.Add(theirs)
 	}
+	relayExe := -1
+	if spec.ProxyFD > 0 {
+		// The proxy relay is ward's own binary, which the init execs.
+		exe, err := os.OpenFile("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			parent.Close()
+			return nil, &SetupError{Step: "send-config", Errno: errno(err), Msg: err.Error()}
+		}
+		defer exe.Close()
+		relayExe = files.Add(exe)
+	}
+	config, err := packInit(spec, relayExe)
+	if err != nil {
+		parent.Close()
+		return nil, err
+	}
 	extra := append([]*os.File{child}, files.List()...) // fd 3, then firstFD...
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
@@ -134,9 +166,9 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	cmd := &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: args,
-		// The program's environment comes in the spec. The init waits on
-		// system calls nearly all its life: one P is enough, and one P's
-		// caches and workers less memory per long-lived sandbox.
+		// The program's environment comes in the config. The only Go
+		// inside, the proxy relay, waits on system calls all its life: one
+		// P is enough, and one P's caches and workers less memory.
 		Env:        []string{"GOMAXPROCS=1"},
 		Dir:        "/",
 		Stdin:      stdio.Stdin,
@@ -169,7 +201,8 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		parent.Close()
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
-	sb := &Sandbox{session: opt.Session, execCtl: execOurs, waiters: map[int]chan ExecEvent{}, cmd: cmd, conn: parent, msgs: make(chan Msg, 4), waited: make(chan struct{})}
+	sb := &Sandbox{session: opt.Session, spec: spec, execCtl: execOurs, waiters: map[int]waiter{}, cmd: cmd, conn: parent,
+		msgs: make(chan Msg, 4), waited: make(chan struct{}), keep: opt.OverlayKeep}
 	sb.cloned = monoUs()
 	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
 	if full != nil {
@@ -185,7 +218,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		sb.cloned = t
 	}
 	go sb.readMsgs()
-	if err := json.NewEncoder(parent).Encode(Msg{Type: MsgConfig, Spec: spec}); err != nil {
+	if _, err := parent.Write(config); err != nil {
 		sb.Kill()
 		_, _ = sb.Wait()
 		return nil, &SetupError{Step: "send-config", Errno: errno(err), Msg: err.Error()}
@@ -195,7 +228,11 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 
 func (sb *Sandbox) readMsgs() {
 	defer close(sb.msgs)
-	dec := json.NewDecoder(bufio.NewReader(sb.conn))
+	rc, err := sb.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	dec := json.NewDecoder(bufio.NewReader(&fdReader{rc: rc, sb: sb}))
 	for {
 		var m Msg
 		if err := dec.Decode(&m); err != nil {
@@ -203,6 +240,76 @@ func (sb *Sandbox) readMsgs() {
 		}
 		sb.msgs <- m
 	}
+}
+
+// fdReader reads the protocol socket with recvmsg, keeping the fds that
+// come along (in order: each message's FDs take theirs, takeFDs).
+type fdReader struct {
+	rc  syscall.RawConn
+	sb  *Sandbox
+	oob [256]byte
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	var n, oobn int
+	var err error
+	rerr := r.rc.Read(func(fd uintptr) bool {
+		n, oobn, _, _, err = unix.Recvmsg(int(fd), p, r.oob[:], unix.MSG_CMSG_CLOEXEC)
+		return err != unix.EAGAIN
+	})
+	if rerr != nil {
+		return 0, rerr
+	}
+	if oobn > 0 {
+		if cms, e := unix.ParseSocketControlMessage(r.oob[:oobn]); e == nil {
+			for _, cm := range cms {
+				if fds, e := unix.ParseUnixRights(&cm); e == nil {
+					r.sb.fdMu.Lock()
+					r.sb.fds = append(r.sb.fds, fds...)
+					r.sb.fdMu.Unlock()
+				}
+			}
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// takeFD is the fd that came with m (m.FDs 1), -1 if none did.
+func (sb *Sandbox) takeFD(m Msg) int {
+	sb.fdMu.Lock()
+	defer sb.fdMu.Unlock()
+	fd := -1
+	for i := 0; i < m.FDs; i++ {
+		if len(sb.fds) == 0 {
+			return -1
+		}
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		fd, sb.fds = sb.fds[0], sb.fds[1:]
+	}
+	return fd
+}
+
+// serveListener serves the seccomp listener that came with m; it ends,
+// and closes it, once no process uses the filter any more.
+func (sb *Sandbox) serveListener(m Msg) *seccomp.Listener {
+	fd := sb.takeFD(m)
+	if fd < 0 {
+		return nil
+	}
+	l := seccomp.NewListener(fd, seccomp.Builtin(sb.spec.SeccompNotify))
+	go func() {
+		l.Serve()
+		unix.Close(fd)
+	}()
+	return l
 }
 
 // Pid is the init's pid on the host.
@@ -222,6 +329,9 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 				StepTime{Step: "receive-config", Us: m.ConfigUs - m.StartUs, Side: "init"})
 			sb.Steps = append(sb.Steps, m.Steps...)
 			sb.Landlock, sb.LandlockNote = m.Landlock, m.LandlockNote
+			if fd := sb.takeFD(m); fd >= 0 {
+				sb.upper = os.NewFile(uintptr(fd), "overlay-upper")
+			}
 			if sb.session {
 				go sb.dispatch()
 				return 0, nil
@@ -230,8 +340,12 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 			sb.Steps = append(sb.Steps, m.Steps...)
 			sb.StartedUs = m.StartUs
 			return m.Pid, nil
+		case MsgListener:
+			sb.listener = sb.serveListener(m)
 		case MsgError:
-			return 0, &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}
+			return 0, m.setupError()
+		case MsgGateError:
+			return 0, gateError(sb.spec, m.GateStep, syscall.Errno(m.Errno), m.Detail)
 		case MsgExecError:
 			return 0, &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}
 		}
@@ -245,20 +359,32 @@ func (sb *Sandbox) WaitStarted() (int, error) {
 	return 0, &SetupError{Step: "init", Msg: msg}
 }
 
+// waiter is an Exec waiting for its command's messages.
+type waiter struct {
+	ch   chan ExecEvent
+	spec *Spec // the command's: what its errors name
+}
+
 // dispatch routes a long-lived sandbox's messages to the Exec waiting for
 // them, by ID, until the init ends.
 func (sb *Sandbox) dispatch() {
 	for m := range sb.msgs {
+		if m.Type == MsgListener {
+			// Served until the command's processes are gone; its denials
+			// are not reported (a command has no verbose result).
+			sb.serveListener(m)
+			continue
+		}
 		sb.execMu.Lock()
-		ch := sb.waiters[m.ID]
+		w, ok := sb.waiters[m.ID]
 		sb.execMu.Unlock()
-		if ch != nil {
-			ch <- execEvent(m)
+		if ok {
+			w.ch <- execEvent(m, w.spec)
 		}
 	}
 	sb.execMu.Lock()
-	for id, ch := range sb.waiters {
-		close(ch)
+	for id, w := range sb.waiters {
+		close(w.ch)
 		delete(sb.waiters, id)
 	}
 	sb.execMu.Unlock()
@@ -274,33 +400,43 @@ type ExecEvent struct {
 	Exit     *Exit       // it ended
 }
 
-// execEvent is the typed event of a message about a command.
-func execEvent(m Msg) ExecEvent {
+// execEvent is the typed event of a message about the command of spec.
+func execEvent(m Msg, spec *Spec) ExecEvent {
 	switch m.Type {
 	case MsgStarted:
 		return ExecEvent{Started: true, Pid: m.Pid}
 	case MsgExecError:
 		return ExecEvent{ExecErr: &ExecError{Path: m.Path, Errno: syscall.Errno(m.Errno)}}
+	case MsgGateError:
+		return ExecEvent{SetupErr: gateError(spec, m.GateStep, syscall.Errno(m.Errno), m.Detail)}
 	case MsgExit:
 		if m.Exit != nil {
 			return ExecEvent{Exit: m.Exit}
 		}
 	}
-	return ExecEvent{SetupErr: &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: m.Message}}
+	return ExecEvent{SetupErr: m.setupError()}
 }
 
 // Exec asks a long-lived sandbox's init to run req with stdio as the
-// command's 0, 1 and 2. The channel gets Started (or ExecErr / SetupErr),
-// then Exit, and is closed if the sandbox ends first.
+// command's 0, 1 and 2: its gate, packed here (the sandbox's spec with
+// req's arguments, environment and directory), with the three fds. The
+// channel gets Started (or ExecErr / SetupErr), then Exit, and is closed
+// if the sandbox ends first.
 func (sb *Sandbox) Exec(req ExecRequest, stdio [3]*os.File) (<-chan ExecEvent, error) {
+	spec := *sb.spec
+	spec.Args, spec.Env, spec.Dir, spec.TTY = req.Args, req.Env, req.Dir, false
+	if len(spec.Args) == 0 {
+		return nil, fmt.Errorf("send the command to the sandbox: no command")
+	}
+	gate, err := packGate(&spec)
+	if err != nil {
+		return nil, err
+	}
 	ch := make(chan ExecEvent, 4)
 	sb.execMu.Lock()
-	sb.waiters[req.ID] = ch
+	sb.waiters[req.ID] = waiter{ch: ch, spec: &spec}
 	sb.execMu.Unlock()
-	b, err := json.Marshal(req)
-	if err == nil {
-		err = unix.Sendmsg(int(sb.execCtl.Fd()), b, unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())), nil, 0)
-	}
+	err = unix.Sendmsg(int(sb.execCtl.Fd()), execRequest(req.ID, 0, gate), unix.UnixRights(int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())), nil, 0)
 	if err != nil {
 		sb.forget(req.ID)
 		return nil, fmt.Errorf("send the command to the sandbox: %w", err)
@@ -310,9 +446,7 @@ func (sb *Sandbox) Exec(req ExecRequest, stdio [3]*os.File) (<-chan ExecEvent, e
 
 // KillExec sends sig to command id's process group.
 func (sb *Sandbox) KillExec(id int, sig syscall.Signal) {
-	if b, err := json.Marshal(ExecRequest{ID: id, Kill: int(sig)}); err == nil {
-		_ = unix.Sendmsg(int(sb.execCtl.Fd()), b, nil, nil, 0)
-	}
+	_ = unix.Sendmsg(int(sb.execCtl.Fd()), execRequest(id, int(sig), nil), nil, nil, 0)
 }
 
 // Forget drops command id's channel (after its end).
@@ -342,14 +476,27 @@ var ErrNoExit = errors.New("the sandbox ended without reporting an exit")
 // and its streams are drained. It may be called more than once.
 func (sb *Sandbox) Wait() (*Exit, error) {
 	for m := range sb.msgs {
-		if m.Type == MsgExit {
+		switch m.Type {
+		case MsgExit:
 			sb.exit = m.Exit
+			if sb.exit != nil && sb.listener != nil {
+				sb.exit.Denied = sb.listener.Denials()
+			}
+		case MsgListener:
+			sb.listener = sb.serveListener(m)
 		}
 	}
 	// Concurrent callers: one reaps, the others wait for it.
 	sb.waitOnce.Do(func() {
 		_ = sb.cmd.Wait()
 		sb.conn.Close()
+		sb.keepUpper()
+		sb.fdMu.Lock()
+		for _, fd := range sb.fds {
+			unix.Close(fd)
+		}
+		sb.fds = nil
+		sb.fdMu.Unlock()
 		close(sb.waited)
 	})
 	<-sb.waited
@@ -358,6 +505,23 @@ func (sb *Sandbox) Wait() (*Exit, error) {
 		return nil, fmt.Errorf("%w (init: %v)", ErrNoExit, sb.cmd.ProcessState)
 	}
 	return ex, nil
+}
+
+// keepUpper copies the overlays' upper layers into the caller's
+// --overlay-keep directory (fs.KeepUpper), as the caller: once the init is
+// reaped no process of the sandbox is left, so the copy is of a still
+// snapshot. Why it failed goes into the exit's KeepError.
+func (sb *Sandbox) keepUpper() {
+	if sb.upper == nil {
+		return
+	}
+	defer sb.upper.Close()
+	if sb.keep == nil {
+		return
+	}
+	if err := fs.KeepUpper(int(sb.upper.Fd()), int(sb.keep.Fd())); err != nil && sb.exit != nil {
+		sb.exit.KeepError = err.Error()
+	}
 }
 
 // Rusage is the init's own resource use including every process it reaped

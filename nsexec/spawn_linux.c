@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "spawn_linux.h"
+#include "init_linux.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -518,13 +518,12 @@ void __attribute__((noreturn)) ward_early_child(int fd, int ncg) {
 	child(&g, &r);
 }
 
-__attribute__((constructor)) static void ward_early(int argc, char **argv, char **envp) {
-	(void)envp;
-	if (argc != 3 || strcmp(argv[0], WARD_ARGV0) != 0 || strcmp(argv[1], WARD_INIT_ARG) != 0 || getpid() != 1) return;
-	int ncg = atoi(argv[2]);
+// fork_early forks the early child for ncg cgroups, if it can (the init
+// forks the program's process later otherwise).
+static void fork_early(int ncg) {
 	if (ncg < 0 || ncg > WARD_MAX_CGROUPS) return;
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return; // the init forks later instead
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return;
 	long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (pid == 0) {
 		close(sv[0]);
@@ -537,6 +536,16 @@ __attribute__((constructor)) static void ward_early(int argc, char **argv, char 
 	}
 	ward_early_pid = (int)pid;
 	ward_early_fd = sv[0];
+}
+
+// The sandbox init is this constructor's: "ward init [N]" as PID 1 forks
+// the early child (with N) and runs the init (init_linux.c), which never
+// returns. Any other argv goes on to Go's main.
+__attribute__((constructor)) static void ward_early(int argc, char **argv, char **envp) {
+	(void)envp;
+	if ((argc != 2 && argc != 3) || strcmp(argv[0], WARD_ARGV0) != 0 || strcmp(argv[1], WARD_INIT_ARG) != 0 || getpid() != 1) return;
+	if (argc == 3) fork_early(atoi(argv[2]));
+	ward_init_main(argc, argv);
 }
 
 // ward_send_gate_to sends g to the early child over fd: it goes on from

@@ -4,20 +4,17 @@ package nsexec
 #cgo CFLAGS: -Wall -Wextra -Werror
 #include <stdlib.h>
 #include <string.h>
-#include "spawn_linux.h"
+#include "init_linux.h"
 */
 import "C"
 
 import (
-	"errors"
 	"fmt"
-	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/wardbox/ward/seccomp"
 )
 
 // What Go and C agree on, from spawn_linux.h.
@@ -41,82 +38,11 @@ var gateSteps = func() (names [C.WARD_NSTEPS]string) {
 	return names
 }()
 
-// gate is the program's process until it execs the program.
-type gate struct {
-	pid    int
-	report int      // our end of the report socket
-	wake   *os.File // the write end of the wait pipe (nil: it does not wait)
-}
-
-// spawnGate forks the program's process for spec with stdio as its 0, 1
-// and 2 (nil: the init's own). With wait it enters the cgroup at once and
-// waits for release before the rest.
-func spawnGate(spec *Spec, stdio *[3]int, wait bool) (*gate, *Msg) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "socketpair", err)
-	}
-	g, free, failed := buildGate(spec, stdio)
-	if failed != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, failed
-	}
-	defer free()
-	var wakeR, wakeW *os.File
-	if wait {
-		if wakeR, wakeW, err = os.Pipe(); err != nil {
-			unix.Close(fds[0])
-			unix.Close(fds[1])
-			return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "pipe", err)
-		}
-		defer wakeR.Close()
-		g.wait_fd = C.int(wakeR.Fd())
-	}
-	g.report_fd = C.int(fds[1])
-	pid := int(C.ward_spawn(g))
-	unix.Close(fds[1])
-	if pid < 0 {
-		unix.Close(fds[0])
-		if wakeW != nil {
-			wakeW.Close()
-		}
-		return nil, errMsg(gateSteps[C.WARD_STEP_FORK], "clone", syscall.Errno(-pid))
-	}
-	return &gate{pid: pid, report: fds[0], wake: wakeW}, nil
-}
-
-// haveEarly says whether the constructor in spawn_linux.c forked the
-// program's process before the Go runtime started.
-func haveEarly() bool { return C.ward_early_pid > 0 }
-
-// sendEarly hands spec to the early child, which goes on from there. If it
-// cannot take it (a config larger than the socket's buffer), the child is
-// ended and the init forks another.
-func sendEarly(spec *Spec) (*gate, *Msg) {
-	pid, fd := int(C.ward_early_pid), int(C.ward_early_fd)
-	C.ward_early_pid, C.ward_early_fd = -1, -1
-	g, free, failed := buildGate(spec, nil)
-	if failed == nil {
-		e := C.ward_send_gate_to(g, C.int(fd))
-		free()
-		if e == 0 {
-			return &gate{pid: pid, report: fd}, nil
-		}
-	}
-	_ = unix.Kill(pid, unix.SIGKILL)
-	unix.Close(fd)
-	if failed != nil {
-		return nil, failed
-	}
-	return spawnGate(spec, nil, false)
-}
-
 // buildGate fills spawn_linux.h's struct for spec, in C memory that free
 // releases.
-func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
+func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 	if spec.CgroupFDs > C.WARD_MAX_CGROUPS || len(spec.Seccomp) > C.WARD_MAX_FILTERS {
-		return nil, nil, &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_FORK], Message: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
+		return nil, nil, &SetupError{Step: gateSteps[C.WARD_STEP_FORK], Msg: fmt.Sprintf("%d cgroup files, %d filters: too many", spec.CgroupFDs, len(spec.Seccomp))}
 	}
 	g := (*C.struct_ward_gate)(C.calloc(1, C.sizeof_struct_ward_gate))
 	var cstrs []unsafe.Pointer
@@ -140,10 +66,7 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 		}
 		return v
 	}
-	g.stdio = [3]C.int{-1, -1, -1}
-	if stdio != nil {
-		g.stdio = [3]C.int{C.int(stdio[0]), C.int(stdio[1]), C.int(stdio[2])}
-	}
+	g.stdio = [3]C.int{-1, -1, -1} // the init's, or a command's (the init fills them in)
 	g.setpgid = 1
 	if spec.TTY {
 		g.setpgid = 0
@@ -166,10 +89,7 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	if spec.NestUserns {
 		g.nest_userns = 1
 	}
-	g.landlock_fd = -1
-	if spec.Landlock != nil && spec.LandlockFD >= 0 {
-		g.landlock_fd = C.int(spec.LandlockFD)
-	}
+	g.landlock_fd = -1 // the init's ruleset, which it fills in
 	if spec.SeccompNotify != "" {
 		g.notify = 1
 	}
@@ -177,7 +97,7 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	for i, p := range spec.Seccomp {
 		if len(p) == 0 || len(p)%8 != 0 || len(p)/8 > 0xffff {
 			free()
-			return nil, nil, &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_SECCOMP], Message: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
+			return nil, nil, &SetupError{Step: gateSteps[C.WARD_STEP_SECCOMP], Msg: fmt.Sprintf("filter %d: %d bytes is not a BPF program", i, len(p))}
 		}
 		g.filter_len[i] = C.uint16_t(len(p) / 8)
 		g.filters[i] = C.CBytes(p)
@@ -188,86 +108,31 @@ func buildGate(spec *Spec, stdio *[3]int) (*C.struct_ward_gate, func(), *Msg) {
 	return g, free, nil
 }
 
-func errMsg(step, what string, err error) *Msg {
-	var en syscall.Errno
-	errors.As(err, &en)
-	return &Msg{Type: MsgError, Step: step, Message: what + ": " + err.Error(), Errno: int(en)}
+// packGate packs spec's gate (buildGate, ward_pack_gate): the program's
+// process's config, which the init forwards to it (spawn_linux.c).
+func packGate(spec *Spec) ([]byte, error) {
+	g, free, failed := buildGate(spec)
+	if failed != nil {
+		return nil, failed
+	}
+	defer free()
+	var n C.size_t
+	buf := C.ward_pack_gate(g, &n)
+	if buf == nil {
+		return nil, &SetupError{Step: gateSteps[C.WARD_STEP_FORK], Errno: syscall.ENOMEM, Msg: "pack the program's config: out of memory"}
+	}
+	defer C.free(unsafe.Pointer(buf))
+	return C.GoBytes(unsafe.Pointer(buf), C.int(n)), nil
 }
 
-// wait lets a waiting gate go on and waits until it execs the program
-// (nil) or reports why it could not (the message to relay). It returns the
-// gate's step timings, and in notify mode the seccomp listener, serving.
-func (g *gate) wait(spec *Spec) (*Msg, []StepTime, *seccomp.Listener) {
-	defer unix.Close(g.report)
-	if g.wake != nil {
-		_, err := g.wake.Write([]byte{1})
-		g.wake.Close()
-		if err != nil {
-			return errMsg(gateSteps[C.WARD_STEP_FORK], "wake the program's process", err), nil, nil
-		}
-	}
-	var (
-		rep      C.struct_ward_report
-		steps    []StepTime
-		listener *seccomp.Listener
-		timed    bool
-	)
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&rep)), C.sizeof_struct_ward_report)
-	for {
-		n, err := unix.Read(g.report, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil && n == 0 && timed {
-			return nil, steps, listener // exec closed the socket
-		}
-		if err != nil || n == 0 {
-			// It died before exec without a word: killed, most likely.
-			return &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_EXEC], Message: fmt.Sprintf("the program's process ended before it could exec %s (read: %v)", spec.Args[0], err)}, steps, listener
-		}
-		switch rep.kind {
-		case C.WARD_REPORT_LISTENER:
-			// Take the listener out of the child (it waits for the answer):
-			// 1 when the init has it, 0 when not (the child then fails).
-			ok := byte(0)
-			if fd, err := takeFd(g.pid, int(rep.detail)); err == nil {
-				listener = seccomp.NewListener(fd, seccomp.Builtin(spec.SeccompNotify))
-				go listener.Serve()
-				ok = 1
-			}
-			if _, err := unix.Write(g.report, []byte{ok}); err != nil {
-				return errMsg(gateSteps[C.WARD_STEP_SECCOMP], "answer the program's process", err), steps, listener
-			}
-		case C.WARD_REPORT_TIMINGS:
-			timed = true
-			for i := 0; i < C.WARD_STEP_EXEC; i++ {
-				steps = append(steps, StepTime{Step: gateSteps[i], Us: int64(rep.us[i]), Side: "program"})
-			}
-		case C.WARD_REPORT_EXEC_ERROR:
-			return &Msg{Type: MsgExecError, Path: spec.Args[0], Errno: int(rep.err)}, steps, listener
-		case C.WARD_REPORT_ERROR:
-			return gateError(spec, int(rep.step), syscall.Errno(rep.err), int64(rep.detail)), steps, listener
-		}
-	}
-}
-
-// takeFd duplicates fd of process pid into this one (pidfd_getfd: the init
-// may, it holds CAP_SYS_PTRACE in the sandbox's user namespace).
-func takeFd(pid, fd int) (int, error) {
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(pidfd)
-	return unix.PidfdGetfd(pidfd, fd, 0)
-}
-
-// gateError says what a step of spawn_linux.c was doing when it failed.
-func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
+// gateError says what a step of spawn_linux.c was doing when it failed
+// (the init relays the step's number, errno and detail: "gate_error").
+func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupError {
 	if step < 0 || step >= len(gateSteps) {
-		return &Msg{Type: MsgError, Step: gateSteps[C.WARD_STEP_FORK], Message: fmt.Sprintf("step %d: %v", step, errno), Errno: int(errno)}
+		return &SetupError{Step: gateSteps[C.WARD_STEP_FORK], Msg: fmt.Sprintf("step %d: %v", step, errno), Errno: errno}
 	}
-	m := &Msg{Type: MsgError, Step: gateSteps[step], Errno: int(errno)}
+	m := &SetupError{Step: gateSteps[step], Errno: errno}
+	idx := int((detail%3 + 3) % 3)
 	var what, hint string
 	switch step {
 	case C.WARD_STEP_STDIO:
@@ -277,6 +142,12 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 		}
 	case C.WARD_STEP_FORK:
 		what = fmt.Sprintf("take the config (detail %d)", detail)
+		if detail == 0 {
+			what = "fork"
+		}
+	case C.WARD_STEP_EXEC:
+		// It died before exec without a word: killed, most likely.
+		what = "the program's process ended before it could exec " + spec.Args[0]
 	case C.WARD_STEP_SESSION:
 		what = "setpgid"
 	case C.WARD_STEP_CGROUP:
@@ -294,9 +165,9 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 	case C.WARD_STEP_SECUREBITS:
 		what = fmt.Sprintf("PR_SET_SECUREBITS %#x", detail)
 	case C.WARD_STEP_USER:
-		what = [...]string{fmt.Sprintf("setgroups(%d)", spec.GID), fmt.Sprintf("setresgid(%d)", spec.GID), fmt.Sprintf("setresuid(%d)", spec.UID)}[detail%3]
+		what = [...]string{fmt.Sprintf("setgroups(%d)", spec.GID), fmt.Sprintf("setresgid(%d)", spec.GID), fmt.Sprintf("setresuid(%d)", spec.UID)}[idx]
 	case C.WARD_STEP_CAPS:
-		what = [...]string{"capset", "capget", "capabilities still set after capset"}[detail%3]
+		what = [...]string{"capset", "capget", "capabilities still set after capset"}[idx]
 	case C.WARD_STEP_NNP:
 		what = "PR_SET_NO_NEW_PRIVS"
 	case C.WARD_STEP_LANDLOCK:
@@ -309,6 +180,23 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *Msg {
 			what += ": the init could not take the listener (pidfd_getfd; is ptrace forbidden here, Yama ptrace_scope 3?)"
 		}
 	}
-	m.Message = fmt.Sprintf("%s: %v%s", what, errno, hint)
+	m.Msg = what
+	if errno != 0 {
+		m.Msg += ": " + errno.Error()
+	}
+	m.Msg += hint
 	return m
 }
+
+// envPath is the PATH the program's getenv will see: the first.
+func envPath(env []string) string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			return v
+		}
+	}
+	return DefaultPath
+}
+
+// DefaultPath is the program's PATH when the caller has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"

@@ -1,34 +1,45 @@
-// Package nsexec starts the sandbox: the parent side clones /proc/self/exe
-// into new namespaces and supervises it; the child side is the init (PID 1
-// of the sandbox) that builds the root, drops privileges and runs the
-// program.
+// Package nsexec starts the sandbox: the parent side clones ward's own
+// binary into new namespaces and supervises it; the child side is the init
+// (PID 1 of the sandbox), in C (init_linux.c): it builds the root, forks
+// the program's process (spawn_linux.c), which drops privileges and execs
+// the program, and supervises it. No Go runs in the sandbox but the proxy
+// relay of --network=proxy ("ward relay", relay_linux.go).
 //
 // # Protocol
 //
 // The two sides talk over a unix stream socketpair, inherited by the init as
-// fd 3, one JSON Msg per line:
+// fd 3. Down, one binary config (init_linux.h: magic, version, lengths,
+// checked by the init before it reads a field); up, one JSON Msg per line,
+// written by the init's C:
 //
 //	direction      type        when                              carries
-//	parent->init   config      right after clone                 Spec
-//	init->parent   error       a setup step failed (exit 71)     Step, Path, Errno, Message
-//	init->parent   ready       the root is built                 Steps (timings), Landlock (ABI)
+//	parent->init   (config)    right after clone                 the init's part, the root plan, the gate (binary)
+//	init->parent   error       a setup step failed (exit 71)     Step, What, Path, Errno (the parent words Message)
+//	init->parent   ready       the root is built                 Steps (timings), Landlock (ABI); FDs 1: the upper layers (--overlay-keep)
+//	init->parent   listener    the seccomp listener (verbose)    FDs 1: the listener, which the parent serves
+//	init->parent   gate_error  the program's process failed      GateStep, Errno, Detail (the parent words it: gateError)
 //	init->parent   exec_error  the program could not be exec'd   Path, Errno
-//	init->parent   started     the program runs                  Pid (inside), StartUs (its exec)
+//	init->parent   started     the program runs                  Pid (inside), StartUs (its exec), Steps (the program's process's)
 //	init->parent   exit        the program ended                 Exit (with WallUs, TimedOut)
 //
-// The program's process is forked by the init and runs only C
-// (spawn_linux.c) until it execs the program: the init sends it the
-// packed config over a SOCK_SEQPACKET socketpair, and the cgroup.procs
-// files the parent opened come as fds 4...; it moves itself into the
-// cgroup, drops every privilege and execs, so no code of the program runs
-// outside the cgroup and no code of ward's (the init's threads) counts in
-// it. Its errors go to the init as binary reports, which the init relays
-// as "error" or "exec_error". A successful exec closes its socket
-// (CLOEXEC).
+// Fds come with their message as SCM_RIGHTS, in order; FDs counts them.
+// A long-lived sandbox's commands come over a second socket (SEQPACKET,
+// init_linux.h's exec request: the command's packed gate and its three
+// stdio fds, or a signal for a command): their messages carry its ID.
 //
-// After "error", "exec_error" or "exit" the init exits; its death ends the
-// PID namespace and with it every process of the sandbox. If the parent
-// dies, the init sees EOF on fd 3 (and PR_SET_PDEATHSIG) and exits too.
+// The program's process is forked by the init and runs only C
+// (spawn_linux.c) until it execs the program: the init forwards it the
+// gate the parent packed over a SOCK_SEQPACKET socketpair, and the
+// cgroup.procs files the parent opened come as fds 4...; it moves itself into the
+// cgroup, drops every privilege and execs, so no code of the program runs
+// outside the cgroup and no code of ward's counts in it. Its errors go to
+// the init as binary reports, which the init relays as "gate_error" or
+// "exec_error". A successful exec closes its socket (CLOEXEC).
+//
+// After "error", "gate_error", "exec_error" or "exit" the init exits; its
+// death ends the PID namespace and with it every process of the sandbox.
+// If the parent dies, the init sees EOF on fd 3 (and PR_SET_PDEATHSIG) and
+// exits too.
 package nsexec
 
 import (
@@ -45,15 +56,17 @@ import (
 
 // Message types.
 const (
-	MsgConfig    = "config"
 	MsgError     = "error"
 	MsgReady     = "ready"
+	MsgListener  = "listener"
+	MsgGateError = "gate_error"
 	MsgExecError = "exec_error"
 	MsgStarted   = "started"
 	MsgExit      = "exit"
 )
 
-// Spec is everything the init needs, fully resolved by the parent.
+// Spec is everything the init needs, fully resolved by the parent, which
+// packs it for the init (packInit).
 type Spec struct {
 	Args     []string `json:"args"`
 	Env      []string `json:"env"`
@@ -131,10 +144,9 @@ type Spec struct {
 	// itself into before exec.
 	CgroupFDs int `json:"cgroup_fds"`
 	// Landlock is the second layer's policy (nil: none); the init builds
-	// the ruleset once the root is complete (LandlockFD, in the init
-	// only) and every program's process enforces it after no_new_privs.
-	Landlock   *fs.Landlock `json:"landlock,omitempty"`
-	LandlockFD int          `json:"-"`
+	// the ruleset once the root is complete and every program's process
+	// enforces it after no_new_privs.
+	Landlock *fs.Landlock `json:"landlock,omitempty"`
 }
 
 // Exit is how the program ended, with the resource use of every process
@@ -179,15 +191,23 @@ func monoUs() int64 {
 	return ts.Nano() / 1000
 }
 
-// Msg is one line of the protocol.
+// Msg is one line of the protocol, from the init.
 type Msg struct {
-	Type    string `json:"type"`
-	Spec    *Spec  `json:"spec,omitempty"`
-	Step    string `json:"step,omitempty"`
+	Type string `json:"type"`
+	Step string `json:"step,omitempty"`
+	// What is the operation that failed (error), on Path; the parent
+	// words Message from them (setupError) unless the init sent one.
+	What    string `json:"what,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Errno   int    `json:"errno,omitempty"`
 	Message string `json:"msg,omitempty"`
-	Pid     int    `json:"pid,omitempty"`
+	// GateStep and Detail (gate_error) are spawn_linux.h's step and
+	// detail: gateError words them.
+	GateStep int   `json:"gate_step,omitempty"`
+	Detail   int64 `json:"detail,omitempty"`
+	// FDs is how many fds came with the message (SCM_RIGHTS).
+	FDs int `json:"fds,omitempty"`
+	Pid int `json:"pid,omitempty"`
 	// ID names the command of a long-lived sandbox a message is about.
 	ID    int        `json:"id,omitempty"`
 	Exit  *Exit      `json:"exit,omitempty"`
@@ -202,6 +222,21 @@ type Msg struct {
 	// gets (0: none), LandlockNote why none where it was asked for.
 	Landlock     int    `json:"landlock,omitempty"`
 	LandlockNote string `json:"landlock_note,omitempty"`
+}
+
+// setupError is the error an "error" message reports.
+func (m *Msg) setupError() *SetupError {
+	msg := m.Message
+	if msg == "" {
+		msg = m.What
+		if m.Path != "" {
+			msg += " " + m.Path
+		}
+		if m.Errno != 0 {
+			msg += ": " + syscall.Errno(m.Errno).Error()
+		}
+	}
+	return &SetupError{Step: m.Step, Path: m.Path, Errno: syscall.Errno(m.Errno), Msg: msg}
 }
 
 // SetupError is a failed setup step, on either side of the fork.
@@ -313,13 +348,11 @@ func inContainer() bool {
 	return false
 }
 
-// ExecRequest asks a long-lived sandbox's init to run a command (its
-// stdin, stdout and stderr come as fds with the message), or, with Kill,
-// to signal the command ID's process group.
+// ExecRequest is a command for a long-lived sandbox (Sandbox.Exec): the
+// parent packs its gate for the init (execRequest).
 type ExecRequest struct {
-	ID   int      `json:"id"`
-	Args []string `json:"args,omitempty"`
-	Env  []string `json:"env,omitempty"`
-	Dir  string   `json:"dir,omitempty"`
-	Kill int      `json:"kill,omitempty"`
+	ID   int
+	Args []string
+	Env  []string
+	Dir  string
 }

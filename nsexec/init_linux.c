@@ -1,0 +1,889 @@
+// The sandbox init: PID 1 of the sandbox, in C, from its exec to its exit.
+//
+// ward (the parent) clones its own binary into new namespaces as
+// "ward init [N]"; the constructor in spawn_linux.c sees that argv and
+// calls ward_init_main, which never returns: the Go runtime never starts
+// in the sandbox. The init
+//
+//   - reads its config on fd 3 (init_linux.h: the init's own part, the
+//     root plan, the program's gate), checked by initwire_linux.c;
+//   - runs its steps, in order, from one table: become-root,
+//     close-inherited-fds, the root builder's (root_linux.c), set-hostname,
+//     loopback-up, proxy-relay, non-dumpable; each is timed, and a failure
+//     is reported ("error": the step, the operation, the path, the errno)
+//     before the init exits 71;
+//   - reports "ready" (the timings, the Landlock ABI; the overlay's upper
+//     layers' fd for --overlay-keep goes along, SCM_RIGHTS);
+//   - releases the program's process (the early child, or one it forks:
+//     spawn_linux.c), relays its reports ("listener" passes the seccomp
+//     listener up, SCM_RIGHTS; "gate_error", "exec_error", "started");
+//   - supervises: it reaps every process (it is PID 1), relays the
+//     forwarded signals, ends the sandbox at the time limit (a timerfd
+//     from the program's exec), and reports the program's end ("exit"),
+//     or exits when the parent closes fd 3;
+//   - or, in a long-lived sandbox, runs the commands that come over the
+//     exec socket, each from a gate the parent packed, and reports each
+//     one's start and end by ID.
+//
+// Its messages are JSON lines (wire.go's Msg), written whole with one
+// sendmsg each. It is single-threaded; it forks with raw clone.
+//
+// What needs Go stays out of it: the proxy relay and DNS stub run in
+// "ward relay", ward's own binary exec'd from an fd the parent passes, only
+// for --network=proxy; the seccomp listener and the copy of the overlay's
+// changes run in the parent.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "init_linux.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+extern char **environ;
+
+// ---- the init's state ----
+
+static struct ward_init_cfg cfg;     // the config, parsed
+static struct ward_root_out out;     // what the root steps handed back
+static int64_t start_us, config_us;  // the constructor's start; the config read
+static int relay_pid = -1;           // ward relay (network=proxy), not a program's process
+static int sig_fd = -1;              // SIGCHLD and the forwarded signals
+
+#define MAX_STEPS 64
+static struct {
+	const char *name;
+	int64_t us;
+} steps[MAX_STEPS];
+static int nsteps;
+
+// An exit's figures, of one process or summed over those reaped.
+struct figs {
+	int64_t code, signal, user_us, sys_us, maxrss_kb, nvcsw, nivcsw, reaped;
+};
+
+// A program's process, from its fork to its end: the one program, or a
+// command of a long-lived sandbox (id > 0).
+struct cmd {
+	int id, pid;
+	int report;                // its report socket (-1: it exec'd, or failed)
+	int timed;                 // "timings" came: EOF now means exec
+	int reaped;                // it ended before its exec was seen (in ex)
+	struct ward_report timing; // its steps' times
+	struct figs ex;
+	char *file; // what it execs, for "exec_error"
+};
+
+static int64_t mono_us(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+// ---- messages to the parent ----
+
+// send_up writes one message (n bytes) to the parent, with fd (-1: none)
+// as SCM_RIGHTS. A parent that is gone leaves nothing to report to.
+static void send_up(const char *s, size_t n, int fd) {
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = (void *)s, .iov_len = n};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (fd >= 0) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (iov.iov_len > 0) {
+		ssize_t w = sendmsg(WARD_PROTO_FD, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR) continue;
+		if (w <= 0) _exit(137);
+		iov.iov_base = (char *)iov.iov_base + w;
+		iov.iov_len -= (size_t)w;
+		mh.msg_control = NULL; // the fd went with the first bytes
+		mh.msg_controllen = 0;
+	}
+}
+
+// send_json ends j's message, sends it (with fd) and frees it.
+static void send_json(struct ward_json *j, int fd) {
+	size_t n;
+	const char *line = ward_json_end(j, &n);
+	if (!line) _exit(137); // out of memory: the parent sees the init die
+	send_up(line, n, fd);
+	ward_json_free(j);
+}
+
+// msg_begin starts a message of type, about command id (0: none).
+static void msg_begin(struct ward_json *j, const char *type, int id) {
+	ward_json_begin(j);
+	ward_json_str(j, "type", type);
+	if (id) ward_json_int(j, "id", id);
+}
+
+// send_error reports that step (of command id) failed (err a positive
+// errno, or 0) doing what on path; the parent words it (Msg.setupError).
+static void send_error(int id, const char *step, int err, const char *what, const char *path) {
+	struct ward_json j;
+	msg_begin(&j, "error", id);
+	ward_json_str(&j, "step", step);
+	ward_json_str(&j, "what", what);
+	if (path && *path) ward_json_str(&j, "path", path);
+	if (err) ward_json_int(&j, "errno", err);
+	send_json(&j, -1);
+}
+
+// fail_step reports a failed step and exits: the parent prints
+// "ward: <step>: ..." and exits 71.
+static void __attribute__((noreturn)) fail_step(const char *step, int err, const char *what, const char *path) {
+	send_error(0, step, err, what, path);
+	_exit(WARD_EXIT_SETUP);
+}
+
+// steps_json adds the steps array: the init's (side "init"), or with
+// rep the program's process's (side "program").
+static void steps_json(struct ward_json *j, const struct ward_report *rep) {
+	ward_json_open(j, "steps", '[');
+	int n = rep ? WARD_STEP_EXEC : nsteps;
+	for (int i = 0; i < n; i++) {
+		ward_json_open(j, NULL, '{');
+		ward_json_str(j, "step", rep ? ward_step_name(i) : steps[i].name);
+		ward_json_int(j, "us", rep ? rep->us[i] : steps[i].us);
+		ward_json_str(j, "side", rep ? "program" : "init");
+		ward_json_close(j, '}');
+	}
+	ward_json_close(j, ']');
+}
+
+// ---- the config ----
+
+// read_full reads exactly n bytes from fd: 0, or -1 (EOF or an error).
+static int read_full(int fd, char *p, size_t n) {
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+// usage is the end of an init started by anything but ward's parent.
+static void __attribute__((noreturn)) usage(const char *why, long detail) {
+	fprintf(stderr, "ward init: internal command, started by ward run (config on fd %d: %s, detail %ld)\n", WARD_PROTO_FD, why,
+		detail);
+	_exit(2);
+}
+
+// receive_config reads the header, then as many bytes as it announces
+// (bounded), and parses the whole (ward_init_parse checks it again).
+static void receive_config(void) {
+	struct ward_init_hdr h;
+	if (read_full(WARD_PROTO_FD, (char *)&h, sizeof(h))) usage("no config", 0);
+	if (h.magic != WARD_INIT_MAGIC || h.version != WARD_INIT_VERSION || h.hdr_size != sizeof(h))
+		usage("not a config of this version", h.version);
+	size_t total = sizeof(h);
+	const uint32_t lens[4] = {h.hostname_len, h.relay_len, h.root_len, h.gate_len};
+	for (int i = 0; i < 4; i++) {
+		if (lens[i] > WARD_INIT_MAX || total > WARD_INIT_MAX) usage("too large", lens[i]);
+		total += ((size_t)lens[i] + 7) & ~(size_t)7;
+	}
+	if (total > WARD_INIT_MAX) usage("too large", (long)total);
+	char *buf = malloc(total); // freed never: the config lives as long as the init
+	if (!buf) usage("out of memory", (long)total);
+	memcpy(buf, &h, sizeof(h));
+	if (read_full(WARD_PROTO_FD, buf + sizeof(h), total - sizeof(h))) usage("cut short", (long)total);
+	long detail;
+	int e = ward_init_parse(buf, total, &cfg, &detail);
+	if (e) usage(strerror(-e), detail);
+}
+
+// ---- signals ----
+
+static void on_signal(int sig) { (void)sig; }
+
+// forwarded are relayed from the parent to the program (wire.go).
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// signals_setup blocks SIGCHLD and the signals it relays and reads them
+// from a signalfd. They get a handler, or PID 1 would never see them (the
+// kernel drops a signal with the default action sent to a namespace's
+// init). With --tty the program shares the terminal's foreground group
+// with ward and the init: ^C and ^\ reach it from the terminal itself
+// (ignored here), and the program may not stop the init through the
+// terminal. Every child resets all of this before it execs.
+static void signals_setup(void) {
+	int tty = cfg.h.flags & WARD_INIT_TTY;
+	struct sigaction handle = {.sa_handler = on_signal}, ignore = {.sa_handler = SIG_IGN};
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+		int s = forwarded[i];
+		if (tty && (s == SIGINT || s == SIGQUIT)) {
+			sigaction(s, &ignore, NULL);
+			continue;
+		}
+		sigaction(s, &handle, NULL);
+		sigaddset(&set, s);
+	}
+	sigaction(SIGCHLD, &handle, NULL);
+	sigaddset(&set, SIGCHLD);
+	if (tty) {
+		sigaction(SIGTTOU, &ignore, NULL);
+		sigaction(SIGTTIN, &ignore, NULL);
+	}
+	sigaction(SIGPIPE, &ignore, NULL);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sig_fd < 0) fail_step("init", errno, "signalfd", "");
+}
+
+// ---- the init's own steps (ward_root_step's shape; r is unused) ----
+
+static int when_become_root(const struct ward_root *r) {
+	(void)r;
+	return cfg.h.flags & WARD_INIT_BECOME_ROOT;
+}
+
+// become-root: the init was cloned unmapped (an ordinary user's full
+// range, mapped by newuidmap before the config came): root of its user
+// namespace, with no supplementary groups.
+static int step_become_root(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	const char *what = "setgroups";
+	if (syscall(SYS_setgroups, 0, NULL) == 0) {
+		what = "setresgid 0";
+		if (syscall(SYS_setresgid, 0, 0, 0) == 0) {
+			what = "setresuid 0";
+			if (syscall(SYS_setresuid, 0, 0, 0) == 0) return 0;
+		}
+	}
+	snprintf(o->what, sizeof(o->what), "%s", what);
+	return errno;
+}
+
+// close-inherited-fds marks every fd above 2 close-on-exec, the protocol
+// socket included: whatever the caller of ward left open (without
+// O_CLOEXEC) never reaches the program (or the relay).
+static int step_close_fds(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+	snprintf(o->what, sizeof(o->what), "close_range");
+	return errno;
+}
+
+static int step_hostname(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	if (sethostname(cfg.hostname, strlen(cfg.hostname)) == 0) return 0;
+	snprintf(o->what, sizeof(o->what), "sethostname");
+	return errno;
+}
+
+static int when_loopback(const struct ward_root *r) {
+	(void)r;
+	return cfg.h.flags & WARD_INIT_LOOPBACK;
+}
+
+// loopback-up: lo, the only interface of a sandbox's own network
+// namespace, up (SIOCSIFFLAGS: the kernel then gives it 127.0.0.1 and ::1).
+static int step_loopback(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), e = 0;
+	const char *what = "socket";
+	if (s >= 0) {
+		what = "find lo (SIOCGIFFLAGS)";
+		if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+			what = "set lo up (SIOCSIFFLAGS)";
+			ifr.ifr_flags |= IFF_UP;
+			if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0) what = NULL;
+		}
+	}
+	e = errno;
+	if (s >= 0) close(s);
+	if (!what) return 0;
+	snprintf(o->what, sizeof(o->what), "%s", what);
+	return e;
+}
+
+static int when_relay(const struct ward_root *r) {
+	(void)r;
+	return cfg.relay_argv != NULL;
+}
+
+// relay_child becomes "ward relay": the init's credentials and
+// namespaces, outside the program's cgroup, in a process group of its own
+// (^C at a terminal is not for it). It reports on fd 3 (w) and keeps the
+// proxy's socket; everything else of the init's closes on exec.
+static void __attribute__((noreturn)) relay_child(int w) {
+	sigset_t none;
+	sigemptyset(&none);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	const int ignored[] = {SIGINT, SIGQUIT, SIGTTOU, SIGTTIN, SIGPIPE};
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) sigaction(ignored[i], &dfl, NULL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setpgid(0, 0);
+	if (dup2(w, WARD_PROTO_FD) < 0 || fcntl(cfg.h.relay_fd, F_SETFD, 0) < 0) _exit(WARD_EXIT_SETUP);
+	syscall(SYS_execveat, cfg.h.relay_exe_fd, "", cfg.relay_argv, environ, AT_EMPTY_PATH);
+	_exit(127);
+}
+
+// proxy-relay (network=proxy): the relay listens on the proxy's inside
+// addresses and serves the DNS stub (netns.StartRelay, StartDirect), in
+// Go: ward's binary, exec'd from the fd the parent passed. It answers
+// "ok\n" once it listens, or the error message (a JSON line, relayed as
+// it is) before it exits.
+static int step_relay(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(o->what, sizeof(o->what), "pipe");
+		return errno;
+	}
+	long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0) relay_child(p[1]);
+	int e = errno;
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		snprintf(o->what, sizeof(o->what), "clone");
+		return e;
+	}
+	relay_pid = (int)pid;
+	char buf[4096];
+	size_t got = 0;
+	while (got < sizeof(buf) && !(got == 3 && memcmp(buf, "ok\n", 3) == 0)) {
+		ssize_t n = read(p[0], buf + got, sizeof(buf) - got);
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	if (got == 3 && memcmp(buf, "ok\n", 3) == 0) return 0;
+	if (got > 1 && buf[0] == '{' && buf[got - 1] == '\n') {
+		send_up(buf, got, -1); // the relay's own "error", with its step
+		_exit(WARD_EXIT_SETUP);
+	}
+	int st = 0;
+	while (waitpid(relay_pid, &st, 0) < 0 && errno == EINTR) {
+	}
+	relay_pid = -1;
+	snprintf(o->what, sizeof(o->what), "ward relay ended before it was ready (%s %d)", WIFSIGNALED(st) ? "signal" : "exit",
+		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	return -1;
+}
+
+// non-dumpable: nobody inside may ptrace the init or read its memory
+// through /proc.
+static int step_nondumpable(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0) return 0;
+	snprintf(o->what, sizeof(o->what), "PR_SET_DUMPABLE");
+	return errno;
+}
+
+// The init's steps around the root builder's (ward_root_steps), in order.
+static const struct ward_root_step steps_before_root[] = {
+	{"become-root", when_become_root, step_become_root},
+	{"close-inherited-fds", NULL, step_close_fds},
+};
+static const struct ward_root_step steps_after_root[] = {
+	{"set-hostname", NULL, step_hostname},
+	{"loopback-up", when_loopback, step_loopback},
+	{"proxy-relay", when_relay, step_relay},
+	{"non-dumpable", NULL, step_nondumpable},
+};
+
+// run_steps runs the steps that apply, timing each; the first that fails
+// ends the init (its return: a positive errno, or negative for none).
+static void run_steps(const struct ward_root_step *s, int n) {
+	for (int i = 0; i < n; i++) {
+		if (s[i].when && !s[i].when(&cfg.root)) continue;
+		out.what[0] = out.path[0] = 0;
+		int64_t t = mono_us();
+		int e = s[i].run(&cfg.root, &out);
+		if (e) fail_step(s[i].name, e > 0 ? e : 0, out.what, out.path);
+		if (nsteps < MAX_STEPS) {
+			steps[nsteps].name = s[i].name;
+			steps[nsteps++].us = mono_us() - t;
+		}
+	}
+}
+
+// send_ready reports the steps' times and the Landlock ABI, with the
+// upper layers' fd for --overlay-keep (the parent copies them out at the
+// end), which the init then no longer needs.
+static void send_ready(void) {
+	struct ward_json j;
+	msg_begin(&j, "ready", 0);
+	steps_json(&j, NULL);
+	ward_json_int(&j, "start_us", start_us);
+	ward_json_int(&j, "config_us", config_us);
+	if (out.landlock_abi) ward_json_int(&j, "landlock", out.landlock_abi);
+	if (out.landlock_note[0]) ward_json_str(&j, "landlock_note", out.landlock_note);
+	if (out.upper_fd >= 0) ward_json_int(&j, "fds", 1);
+	send_json(&j, out.upper_fd);
+	if (out.upper_fd >= 0) close(out.upper_fd);
+	out.upper_fd = -1;
+}
+
+// ---- the program's processes ----
+
+// gate_for fills what the gate needs from the init: its report socket,
+// the cgroups to enter, the Landlock ruleset.
+static void gate_for(struct ward_gate *g, int report_fd) {
+	g->report_fd = report_fd;
+	g->wait_fd = -1;
+	g->ncgroup = cfg.h.ncgroup;
+	for (int i = 0; i < cfg.h.ncgroup; i++) g->cgroup_fds[i] = WARD_CGROUP_FD0 + i;
+	g->landlock_fd = out.landlock_fd;
+}
+
+// spawn forks the program's process for g (spawn_linux.c) into c: 0, or
+// a positive errno with *what.
+static int spawn(struct ward_gate *g, struct cmd *c, const char **what) {
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		*what = "socketpair";
+		return errno;
+	}
+	gate_for(g, sv[1]);
+	int pid = ward_spawn(g);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		*what = "clone";
+		return -pid;
+	}
+	c->pid = pid;
+	c->report = sv[0];
+	return 0;
+}
+
+// pass_listener takes the seccomp listener out of c's process (it waits
+// for the answer: 1 when the init has it), and sends it up: the parent
+// serves it. pidfd_getfd: the init holds CAP_SYS_PTRACE over it.
+static void pass_listener(struct cmd *c, int fd) {
+	char ok = 0;
+	int pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0), l = -1;
+	if (pidfd >= 0) {
+		l = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+		close(pidfd);
+	}
+	if (l >= 0) {
+		struct ward_json j;
+		msg_begin(&j, "listener", c->id);
+		ward_json_int(&j, "fds", 1);
+		send_json(&j, l);
+		close(l);
+		ok = 1;
+	}
+	while (write(c->report, &ok, 1) < 0 && errno == EINTR) {
+	}
+}
+
+// send_gate_error relays a failed step of c's process (spawn_linux.h's
+// step number, errno, detail): the parent words it (gateError).
+static void send_gate_error(struct cmd *c, int step, int err, int64_t detail) {
+	struct ward_json j;
+	msg_begin(&j, "gate_error", c->id);
+	ward_json_int(&j, "gate_step", step);
+	if (err) ward_json_int(&j, "errno", err);
+	ward_json_int(&j, "detail", detail);
+	send_json(&j, -1);
+}
+
+// gate_report reads one report of c's process: 0 while it goes on, 1 once
+// it exec'd, -1 when it failed (reported).
+static int gate_report(struct cmd *c) {
+	struct ward_report rep;
+	ssize_t n;
+	do n = read(c->report, &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == 0 && c->timed) return 1; // exec closed the socket
+	if (n != (ssize_t)sizeof(rep)) {
+		// It died before exec without a word: killed, most likely.
+		send_gate_error(c, WARD_STEP_EXEC, n < 0 ? errno : 0, -1);
+		return -1;
+	}
+	switch (rep.kind) {
+	case WARD_REPORT_LISTENER:
+		pass_listener(c, (int)rep.detail);
+		return 0;
+	case WARD_REPORT_TIMINGS:
+		c->timing = rep;
+		c->timed = 1;
+		return 0;
+	case WARD_REPORT_EXEC_ERROR: {
+		struct ward_json j;
+		msg_begin(&j, "exec_error", c->id);
+		ward_json_str(&j, "path", c->file ? c->file : "");
+		ward_json_int(&j, "errno", rep.err);
+		send_json(&j, -1);
+		return -1;
+	}
+	case WARD_REPORT_ERROR:
+		send_gate_error(c, rep.step, rep.err, rep.detail);
+		return -1;
+	}
+	return 0;
+}
+
+// reap_one reaps one ended child without blocking: its pid and figures,
+// or 0 when none is left to reap.
+static int reap_one(struct figs *f) {
+	int st;
+	struct rusage ru;
+	int r;
+	do r = wait4(-1, &st, WNOHANG, &ru);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) return 0;
+	memset(f, 0, sizeof(*f));
+	f->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	f->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	f->user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
+	f->sys_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	f->maxrss_kb = ru.ru_maxrss;
+	f->nvcsw = ru.ru_nvcsw;
+	f->nivcsw = ru.ru_nivcsw;
+	f->reaped = 1;
+	return r;
+}
+
+// send_exit reports how command id (0: the program) ended: wire.go's Exit.
+static void send_exit(int id, const struct figs *f, int64_t wall_us, int timed_out) {
+	struct ward_json j;
+	msg_begin(&j, "exit", id);
+	ward_json_open(&j, "exit", '{');
+	ward_json_int(&j, "code", f->code);
+	ward_json_int(&j, "signal", f->signal);
+	ward_json_int(&j, "user_us", f->user_us);
+	ward_json_int(&j, "sys_us", f->sys_us);
+	ward_json_int(&j, "maxrss_kb", f->maxrss_kb);
+	ward_json_int(&j, "nvcsw", f->nvcsw);
+	ward_json_int(&j, "nivcsw", f->nivcsw);
+	ward_json_int(&j, "reaped", f->reaped);
+	if (wall_us > 0) ward_json_int(&j, "wall_us", wall_us);
+	if (timed_out) ward_json_bool(&j, "timed_out", 1);
+	ward_json_close(&j, '}');
+	send_json(&j, -1);
+}
+
+// parent_gone reads what is readable on fd 3: 1 when the parent closed
+// its end (it sends nothing after the config).
+static int parent_gone(void) {
+	char b[256];
+	ssize_t n = read(WARD_PROTO_FD, b, sizeof(b));
+	return n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+}
+
+// drain_signals reads the pending signals and relays the forwarded ones
+// to target (0: none; SIGCHLD is the caller's to act on: it reaps).
+static void drain_signals(int target) {
+	struct signalfd_siginfo si;
+	while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		if (si.ssi_signo != SIGCHLD && target) kill(target, (int)si.ssi_signo);
+}
+
+// ---- one program ----
+
+// release lets the program's process go on: the early child gets its
+// gate (the config the parent packed), or one is forked now.
+static void release(struct cmd *c) {
+	struct ward_gate *g = &cfg.gate;
+	g->setpgid = !(cfg.h.flags & WARD_INIT_TTY);
+	c->file = (char *)g->file;
+	if (ward_early_pid > 0) {
+		gate_for(g, -1);
+		int e = ward_send_gate_to(g, ward_early_fd);
+		if (e == 0) {
+			c->pid = ward_early_pid;
+			c->report = ward_early_fd;
+			return;
+		}
+		// It cannot take it (a config larger than the socket's buffer):
+		// it ends, and a process forked now takes its place.
+		kill(ward_early_pid, SIGKILL);
+		close(ward_early_fd);
+	}
+	const char *what;
+	int e = spawn(g, c, &what);
+	if (e) fail_step(ward_step_name(WARD_STEP_FORK), e, what, "");
+}
+
+// run_program releases the program, reports its start and supervises it:
+// it reaps every process, relays the forwarded signals, and ends the
+// sandbox at the time limit. It exits when the program ended (reported)
+// or the parent is gone.
+static void __attribute__((noreturn)) run_program(void) {
+	struct cmd c = {.report = -1};
+	release(&c);
+	int r;
+	while ((r = gate_report(&c)) == 0) {
+	}
+	if (r < 0) _exit(WARD_EXIT_SETUP);
+	close(c.report);
+	int64_t started = mono_us();
+	struct ward_json j;
+	msg_begin(&j, "started", 0);
+	ward_json_int(&j, "pid", c.pid);
+	ward_json_int(&j, "start_us", started);
+	steps_json(&j, &c.timing);
+	send_json(&j, -1);
+
+	// The program leads its own process group, but with --tty.
+	int target = (cfg.h.flags & WARD_INIT_TTY) ? c.pid : -c.pid;
+	int tfd = -1;
+	if (cfg.h.time_limit_us > 0) {
+		int64_t at = started + cfg.h.time_limit_us;
+		struct itimerspec its = {.it_value = {.tv_sec = at / 1000000, .tv_nsec = (at % 1000000) * 1000}};
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL)) fail_step("time-limit", errno, "timerfd", "");
+	}
+	struct figs sum = {0}, one;
+	int timed_out = 0;
+	for (;;) {
+		struct pollfd p[3] = {{.fd = sig_fd, .events = POLLIN}, {.fd = WARD_PROTO_FD, .events = POLLIN}, {.fd = tfd, .events = POLLIN}};
+		if (poll(p, tfd >= 0 ? 3 : 2, -1) < 0) continue;
+		if (p[1].revents && parent_gone()) _exit(137);
+		drain_signals(target);
+		int time_up = 0;
+		if (tfd >= 0 && p[2].revents) {
+			// Reap first: a program that ended in time is not late
+			// because its SIGCHLD had not been read yet.
+			close(tfd);
+			tfd = -1;
+			time_up = 1;
+		}
+		int pid;
+		while ((pid = reap_one(&one)) > 0) {
+			if (pid == relay_pid) continue;
+			sum.reaped++;
+			sum.user_us += one.user_us;
+			sum.sys_us += one.sys_us;
+			sum.maxrss_kb = one.maxrss_kb > sum.maxrss_kb ? one.maxrss_kb : sum.maxrss_kb;
+			sum.nvcsw += one.nvcsw;
+			sum.nivcsw += one.nivcsw;
+			if (pid == c.pid) {
+				sum.code = one.code;
+				sum.signal = one.signal;
+				send_exit(0, &sum, mono_us() - started, timed_out);
+				_exit(0); // the kernel ends whatever is left in the namespace
+			}
+		}
+		if (time_up) {
+			// PID 1 kills every other process of its namespace; the
+			// program's end comes as a SIGCHLD.
+			timed_out = 1;
+			kill(-1, SIGKILL);
+		}
+	}
+}
+
+// ---- a long-lived sandbox ----
+
+static struct cmd *cmds; // the commands not yet ended, or not yet exec'd
+static int ncmds, capcmds;
+
+static void cmd_drop(int i) {
+	if (cmds[i].report >= 0) close(cmds[i].report);
+	free(cmds[i].file);
+	cmds[i] = cmds[--ncmds];
+}
+
+// recv_exec takes one exec request: a kill goes to the command's process
+// group; a command's process is forked from its gate with the three fds
+// that came as its stdio. Malformed requests are dropped.
+static void recv_exec(void) {
+	char probe;
+	ssize_t n;
+	do n = recv(cfg.h.exec_fd, &probe, 1, MSG_PEEK | MSG_TRUNC);
+	while (n < 0 && errno == EINTR);
+	if (n == 0 || (n < 0 && errno != EAGAIN)) _exit(0); // the parent is gone
+	if (n < 0) return;
+	char *buf = malloc((size_t)n);
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(3 * sizeof(int))];
+	} ctl;
+	struct iovec iov = {.iov_base = buf ? buf : &probe, .iov_len = buf ? (size_t)n : 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+	ssize_t got;
+	do got = recvmsg(cfg.h.exec_fd, &mh, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	int fds[3] = {-1, -1, -1}, nfds = 0;
+	struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (nfds > 3) nfds = 3; // MSG_CTRUNC closed the rest
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfds * sizeof(int));
+	}
+	struct ward_exec_hdr h;
+	struct ward_gate g;
+	long detail;
+	if (buf && got == n && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ward_exec_parse(buf, (size_t)n, &h, &g, &detail) == 0) {
+		if (h.kill) {
+			for (int i = 0; i < ncmds; i++)
+				if (cmds[i].id == h.id && cmds[i].pid > 0) kill(-cmds[i].pid, h.kill);
+		} else if (nfds != 3) {
+			send_error(h.id, "exec", 0, "want 3 stdio fds", "");
+			ward_unpack_free(&g);
+		} else {
+			struct cmd c = {.id = h.id, .report = -1};
+			const char *what;
+			memcpy(g.stdio, fds, sizeof(fds));
+			g.setpgid = 1;
+			int e = spawn(&g, &c, &what);
+			if (!e && ncmds == capcmds) {
+				struct cmd *m = realloc(cmds, (size_t)(capcmds ? capcmds * 2 : 16) * sizeof(*cmds));
+				if (m) {
+					cmds = m;
+					capcmds = capcmds ? capcmds * 2 : 16;
+				}
+			}
+			if (e) {
+				send_gate_error(&c, WARD_STEP_FORK, e, 0);
+			} else if (ncmds == capcmds) {
+				kill(c.pid, SIGKILL);
+				close(c.report);
+				send_gate_error(&c, WARD_STEP_FORK, ENOMEM, 0);
+			} else {
+				c.file = strdup(g.file);
+				cmds[ncmds++] = c;
+			}
+			ward_unpack_free(&g);
+		}
+	}
+	for (int i = 0; i < nfds; i++) close(fds[i]);
+	free(buf);
+}
+
+// session_reaped matches an ended process with its command: reported if
+// it exec'd, kept until its report socket says how far it got if not.
+static void session_reaped(int pid, const struct figs *f) {
+	for (int i = 0; i < ncmds; i++) {
+		if (cmds[i].pid != pid) continue;
+		if (cmds[i].report < 0) {
+			send_exit(cmds[i].id, f, 0, 0);
+			cmd_drop(i);
+		} else {
+			cmds[i].reaped = 1;
+			cmds[i].ex = *f;
+		}
+		return;
+	} // an orphan, or a process that failed before exec: nothing to say
+}
+
+// session_report handles a readable report socket of command i.
+static void session_report(int i) {
+	struct cmd *c = &cmds[i];
+	int r = gate_report(c);
+	if (r == 0) return;
+	if (r < 0) {
+		cmd_drop(i);
+		return;
+	}
+	close(c->report);
+	c->report = -1;
+	struct ward_json j;
+	msg_begin(&j, "started", c->id);
+	ward_json_int(&j, "pid", c->pid);
+	send_json(&j, -1);
+	if (c->reaped) {
+		send_exit(c->id, &c->ex, 0, 0);
+		cmd_drop(i);
+	}
+}
+
+// serve_session runs a long-lived sandbox until its parent is gone (EOF
+// on fd 3 or on the exec socket).
+static void __attribute__((noreturn)) serve_session(void) {
+	struct pollfd *p = NULL;
+	for (;;) {
+		struct pollfd *np = realloc(p, (size_t)(3 + ncmds) * sizeof(*p));
+		if (!np) _exit(137);
+		p = np;
+		p[0] = (struct pollfd){.fd = WARD_PROTO_FD, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = cfg.h.exec_fd, .events = POLLIN};
+		p[2] = (struct pollfd){.fd = sig_fd, .events = POLLIN};
+		int n = ncmds; // the commands polled: recv_exec may add more
+		int pids[n > 0 ? n : 1];
+		for (int i = 0; i < n; i++) {
+			p[3 + i] = (struct pollfd){.fd = cmds[i].report, .events = POLLIN};
+			pids[i] = cmds[i].pid;
+		}
+		if (poll(p, (nfds_t)(3 + n), -1) < 0) continue;
+		if (p[0].revents && parent_gone()) _exit(0);
+		// Reports first (a command's "started" before its "exit"), by
+		// pid: dropping one moves another into its slot.
+		for (int k = 0; k < n; k++) {
+			if (!p[3 + k].revents || p[3 + k].fd < 0) continue;
+			for (int i = 0; i < ncmds; i++)
+				if (cmds[i].pid == pids[k] && cmds[i].report >= 0) {
+					session_report(i);
+					break;
+				}
+		}
+		if (p[1].revents) recv_exec();
+		drain_signals(0);
+		struct figs f;
+		int pid;
+		while ((pid = reap_one(&f)) > 0)
+			if (pid != relay_pid) session_reaped(pid, &f);
+	}
+}
+
+// ---- main ----
+
+void ward_init_main(int argc, char **argv) {
+	(void)argc;
+	(void)argv;
+	start_us = mono_us();
+	// Named for ps inside and on the host ("exe" otherwise).
+	prctl(PR_SET_NAME, "ward-init", 0, 0, 0);
+	receive_config();
+	config_us = mono_us();
+	out.upper_fd = out.landlock_fd = -1;
+	signals_setup();
+	run_steps(steps_before_root, sizeof(steps_before_root) / sizeof(steps_before_root[0]));
+	run_steps(ward_root_steps, ward_root_nsteps);
+	run_steps(steps_after_root, sizeof(steps_after_root) / sizeof(steps_after_root[0]));
+	send_ready();
+	if (cfg.h.flags & WARD_INIT_SESSION) serve_session();
+	run_program();
+}
