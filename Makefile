@@ -152,15 +152,19 @@ unit: deps csan
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
 # nsexec's C (the program's process from fork to exec, the early child's
-# config, the user namespace child), built with AddressSanitizer and UBSan, any finding
-# fatal, and its unit tests run (nsexec/ctest/gate_test.c). The same
-# warnings as the cgo build (spawn_linux.go's #cgo CFLAGS), as errors.
+# config, the user namespace child, the init's wire formats), built with
+# AddressSanitizer and UBSan, any finding fatal, and its unit tests run
+# (nsexec/ctest/gate_test.c, init_test.c). The same warnings as the cgo
+# build (spawn_linux.go's #cgo CFLAGS), as errors.
+NSEXEC_C := $(filter-out %_test.c,$(wildcard nsexec/*_linux.c))
 CSAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wextra -Werror
 csan:
 	@mkdir -p bin
-	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c nsexec/gate_linux.c nsexec/spawn_linux.c nsexec/userns_linux.c
+	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c $(NSEXEC_C)
 	bin/gate_test
+	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/init_test nsexec/ctest/init_test.c $(NSEXEC_C)
+	bin/init_test
 
 # Every Fuzz target, one at a time (go test -fuzz takes one per run), each
 # for FUZZTIME; not part of `make test` (their seed corpora, f.Add and

@@ -17,13 +17,15 @@ import (
 // is stable: encoded, decoded and encoded again, the same bytes.
 func FuzzMsgDecode(f *testing.F) {
 	for _, s := range []string{
-		`{"type":"config","spec":{"args":["sh","-c","true"],"env":["A=1"],"dir":"/","lo":true,"uid":1000,"gid":1000,"nofile":64,"cgroup_fds":1,"tty":false,"direct_ports":[80,443],"direct_names":["web.test"],"proxy_fd":5}}`,
-		`{"type":"error","step":"mount-root","path":"/x","errno":13,"msg":"permission denied"}`,
+		`{"type":"error","step":"build-root","what":"mount","path":"/x","errno":13}`,
+		`{"type":"error","step":"dns-stub","msg":"listen udp 127.0.0.1:53: bind: address already in use","errno":98}`,
+		`{"type":"gate_error","id":3,"gate_step":8,"errno":1,"detail":2}`,
+		`{"type":"listener","fds":1}`,
 		`{"type":"ready","steps":[{"step":"a","us":12,"side":"init"}],"start_us":1,"config_us":2}`,
 		`{"type":"exit","exit":{"code":0,"signal":0,"user_us":1,"sys_us":2,"maxrss_kb":3,"reaped":1,"denied":[{"syscall":"mount","errno":"EPERM","count":2}]}}`,
 		`{"type":"started","pid":2,"id":7}`,
-		`{"type":"config","spec":{"seccomp":[{"bpf":"AAAA"}]}}`,
-		`{"type":1}`, `[]`, `null`, `{"spec":{"plan":null}}`,
+		`{"type":"exit","exit":{"code":-1,"signal":9,"user_us":0,"sys_us":0,"maxrss_kb":0,"nvcsw":0,"nivcsw":0,"reaped":3,"wall_us":5,"timed_out":true}}`,
+		`{"type":1}`, `[]`, `null`, `{"steps":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -42,29 +44,6 @@ func FuzzMsgDecode(f *testing.F) {
 		}
 		twice, _ := json.Marshal(&m2)
 		if !bytes.Equal(once, twice) {
-			t.Fatalf("encoding not stable:\n%s\n%s", once, twice)
-		}
-	})
-}
-
-// FuzzExecRequestDecode: the same for a long-lived sandbox's exec request.
-func FuzzExecRequestDecode(f *testing.F) {
-	f.Add([]byte(`{"id":3,"args":["ls","-l"],"env":["A=1"],"dir":"/tmp"}`))
-	f.Add([]byte(`{"id":3,"kill":9}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var r ExecRequest
-		if json.Unmarshal(data, &r) != nil {
-			return
-		}
-		once, err := json.Marshal(&r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r2 ExecRequest
-		if err := json.Unmarshal(once, &r2); err != nil {
-			t.Fatal(err)
-		}
-		if twice, _ := json.Marshal(&r2); !bytes.Equal(once, twice) {
 			t.Fatalf("encoding not stable:\n%s\n%s", once, twice)
 		}
 	})
@@ -176,6 +155,140 @@ func FuzzGateRoundTrip(f *testing.F) {
 		}
 		if !reflect.DeepEqual(v, want) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", v, want)
+		}
+	})
+}
+
+// initSpec is a spec with something in every field the init's own part
+// takes.
+func initSpec() *Spec {
+	s := gateSpec()
+	s.Hostname, s.LoopbackUp, s.TimeLimitUs, s.ProxyFD = "sandbox", true, 1500000, 9
+	s.DirectPorts, s.DirectNames = []int{80, 443}, []string{"web.test", "db.test"}
+	return s
+}
+
+// FuzzInitParse: whatever bytes the init reads as its config
+// (initwire_linux.c's ward_init_parse, which ctest/init_test.c also runs
+// under ASan and UBSan), it refuses them with EBADMSG or reads a config
+// whose parts agree with each other.
+func FuzzInitParse(f *testing.F) {
+	for _, relay := range []int{-1, 10} {
+		msg, err := packInit(initSpec(), relay)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(msg)
+		f.Add(msg[:len(msg)-1])
+		f.Add(append(msg, make([]byte, 8)...))
+	}
+	s := initSpec()
+	s.Session, s.ExecFD, s.TimeLimitUs = true, 7, 0
+	msg, err := packInit(s, -1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(msg)
+	f.Add([]byte{})
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		v, err := parseInit(msg)
+		if err != nil {
+			if !errors.Is(err, syscall.EBADMSG) {
+				t.Fatalf("refused with %v, want EBADMSG", err)
+			}
+			return
+		}
+		session := v.Flags&2 != 0
+		switch {
+		case len(v.Hostname) > 64 || strings.ContainsRune(v.Hostname, 0):
+			t.Fatalf("hostname %q", v.Hostname)
+		case (v.Gate == nil) != session || (v.ExecFD >= 0) != session:
+			t.Fatalf("session %v with gate %v, exec fd %d", session, v.Gate != nil, v.ExecFD)
+		case (v.RelayExe >= 0) != (len(v.RelayArgs) > 0) || (v.Relay >= 0) != (v.RelayExe >= 0):
+			t.Fatalf("relay fds %d, %d with %d arguments", v.RelayExe, v.Relay, len(v.RelayArgs))
+		case v.NCgroup < 0 || v.NCgroup > 16 || v.TimeLimitUs < 0:
+			t.Fatalf("ncgroup %d, time limit %d", v.NCgroup, v.TimeLimitUs)
+		}
+	})
+}
+
+// FuzzInitRoundTrip: a config the parent packs (packInit) is what the
+// init reads, field by field.
+func FuzzInitRoundTrip(f *testing.F) {
+	s := initSpec()
+	f.Add(s.Hostname, s.Args[0], strings.Join(s.DirectNames, "\x00"), int64(s.TimeLimitUs), 8, true, false)
+	f.Add("", "x", "", int64(0), 0, false, true)
+	f.Add("h\x00", "", "\x00", int64(-1), 17, true, false)
+	f.Fuzz(func(t *testing.T, hostname, arg0, names string, limit int64, ncg int, relay, session bool) {
+		spec := &Spec{Args: []string{arg0}, Hostname: hostname, TimeLimitUs: limit, CgroupFDs: ncg, LoopbackUp: relay, TTY: session}
+		if session {
+			spec.Session, spec.ExecFD = true, 7
+		}
+		exe := -1
+		if relay {
+			spec.ProxyFD, exe = 9, 10
+			if names != "" {
+				spec.DirectNames = strings.Split(names, "\x00")
+			}
+		}
+		msg, err := packInit(spec, exe)
+		if bad := len(hostname) > 64 || strings.ContainsRune(hostname, 0) || ncg < 0 || ncg > 16; bad {
+			if err == nil {
+				if _, perr := parseInit(msg); perr == nil {
+					t.Fatalf("a bad spec (hostname %q, names %q, %d cgroups) was packed and read", hostname, names, ncg)
+				}
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("packInit: %v", err)
+		}
+		v, err := parseInit(msg)
+		if err != nil {
+			if limit < 0 {
+				return // refused: a negative limit is no limit the init takes
+			}
+			t.Fatalf("a packed config is refused: %v", err)
+		}
+		want := &initView{Flags: map[bool]uint32{true: 1}[relay] | map[bool]uint32{true: 2 | 4}[session], TimeLimitUs: limit,
+			NCgroup: ncg, ExecFD: -1, RelayExe: -1, Relay: -1, Hostname: hostname}
+		if session {
+			want.ExecFD, want.TimeLimitUs = 7, 0
+		}
+		if relay {
+			want.RelayExe, want.Relay, want.RelayArgs = 10, 9, relayArgs(spec)
+		}
+		if v.Gate != nil {
+			v.Gate = nil // FuzzGateRoundTrip's
+		}
+		if !reflect.DeepEqual(v, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", v, want)
+		}
+	})
+}
+
+// FuzzExecParse: whatever bytes come as an exec request, the init
+// refuses them with EBADMSG or reads a kill or a command's gate.
+func FuzzExecParse(f *testing.F) {
+	gate, err := packGate(gateSpec())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(execRequest(3, 0, gate))
+	f.Add(execRequest(3, 9, nil))
+	f.Add(execRequest(3, 0, gate[:len(gate)-1]))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		v, err := parseExec(msg)
+		if err != nil {
+			if !errors.Is(err, syscall.EBADMSG) {
+				t.Fatalf("refused with %v, want EBADMSG", err)
+			}
+			return
+		}
+		if (v.Kill == 0) != (v.Gate != nil) || v.Kill < 0 || v.Kill > 64 || (v.Gate != nil && len(v.Gate.Args) == 0) {
+			t.Fatalf("accepted %+v", v)
 		}
 	})
 }

@@ -52,6 +52,11 @@ func unpackGate(msg []byte, landlockFD int) (*gateView, error) {
 		return nil, fmt.Errorf("detail %d: %w", detail, syscall.Errno(-e))
 	}
 	defer C.ward_unpack_free(&g)
+	return viewGate(&g), nil
+}
+
+// viewGate is g in Go's terms.
+func viewGate(g *C.struct_ward_gate) *gateView {
 	v := &gateView{
 		Stdio:   [3]int{int(g.stdio[0]), int(g.stdio[1]), int(g.stdio[2])},
 		Setpgid: g.setpgid != 0, IgnoreXFSZ: g.ignore_xfsz != 0, KeepGroups: g.keep_groups != 0,
@@ -67,7 +72,7 @@ func unpackGate(msg []byte, landlockFD int) (*gateView, error) {
 		v.Filters = append(v.Filters, C.GoBytes(g.filters[i], C.int(g.filter_len[i])*8))
 	}
 	v.Args, v.Env = goStrings(g.argv), goStrings(g.envp)
-	return v, nil
+	return v
 }
 
 func goStrings(v **C.char) []string {

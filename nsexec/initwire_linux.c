@@ -49,7 +49,8 @@ static int take_strings(char *p, size_t len, uint32_t count, char ***out) {
 // ward_init_parse: *detail says which check failed: the size (n itself),
 // 1 magic, 2 version, 3 header size, 4 flags, 5 fds or cgroup count, 6
 // section lengths (against n), 7 hostname, 8 relay arguments, 9 root plan,
-// 10 gate, 11 the gate's presence (one without a session, none in one).
+// 10 gate, 11 the gate's presence (one without a session, none in one),
+// 12 padding that is not zero.
 int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) {
 	memset(c, 0, sizeof(*c));
 	*detail = (long)n;
@@ -84,7 +85,14 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 		if (want > n) return -EBADMSG;
 	}
 	if (want != n) return -EBADMSG;
+	*detail = 12;
 	char *p = buf + sizeof(*h);
+	for (int i = 0; i < 4; i++) {
+		for (size_t k = lens[i]; k < pad8(lens[i]); k++)
+			if (p[k]) return -EBADMSG;
+		p += pad8(lens[i]);
+	}
+	p = buf + sizeof(*h);
 	*detail = 7;
 	if (h->hostname_len > WARD_HOSTNAME_MAX || memchr(p, 0, h->hostname_len)) return -EBADMSG;
 	memcpy(c->hostname, p, h->hostname_len);
