@@ -1,5 +1,17 @@
 package nsexec
 
+/*
+#include <stdlib.h>
+#include "root_linux.h"
+
+// The root steps of root_linux.c, by number (cgo calls no function pointer).
+static int root_nsteps(void) { return ward_root_nsteps; }
+static const char *root_step_name(int i) { return ward_root_steps[i].name; }
+static int root_step_when(int i, const struct ward_root *r) { return !ward_root_steps[i].when || ward_root_steps[i].when(r); }
+static int root_step_run(int i, const struct ward_root *r, struct ward_root_out *out) { return ward_root_steps[i].run(r, out); }
+*/
+import "C"
+
 import (
 	"bufio"
 	"encoding/json"
@@ -55,8 +67,13 @@ type proc struct {
 	enc          *json.Encoder
 	dec          *json.Decoder
 	spec         Spec
-	steps        []StepTime
-	gate         *gate // the program's process, waiting (not in a session)
+	// root is the packed root plan, unpacked (both in C memory, for the
+	// process's life: the plan's pointers point into the buffer), and
+	// rootOut what its steps handed back.
+	root    *C.struct_ward_root
+	rootOut *C.struct_ward_root_out
+	steps   []StepTime
+	gate    *gate // the program's process, waiting (not in a session)
 }
 
 func newProc() *proc {
@@ -74,38 +91,89 @@ type step struct {
 
 // initSteps build the sandbox; they run in the init, which keeps its
 // capabilities (over the sandbox's own namespaces only) to serve the
-// sandbox for its whole life.
-var initSteps = []step{
-	{name: "close-inherited-fds", run: func(*proc) error { return closeInheritedFds() }},
-	// The program's process comes first: it enters the cgroup (on v1 the
-	// kernel waits an RCU grace period for that) while the init builds the
-	// root, then waits. pivot_root takes it along into the new root.
-	// (Usually it was forked before the Go runtime started: spawn_linux.c's
-	// early child; this is the fallback. With Landlock the fallback forks
-	// once the root, and so the ruleset, is built: runProgram.)
-	{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session && !haveEarly() && p.spec.Landlock == nil }},
-	{name: "make-mounts-private", run: func(*proc) error { return fs.MakeMountsPrivate() }},
-	{name: "enter-new-root", run: func(p *proc) error { return fs.EnterNewRoot(p.spec.RootSize) }},
-	{name: "build-root", run: func(p *proc) error { return fs.Build(p.spec.Plan) }},
-	{name: "hide-overlay-layers", run: (*proc).hideOverlayLayers, when: func(p *proc) bool { return p.spec.Overlay }},
-	// An unprivileged caller passes its sources themselves: the init
-	// clones them here, while the host's root is still reachable.
-	{name: "clone-user-paths", run: func(p *proc) error { return fs.CloneUserPaths(p.spec.UserMounts) }, when: func(p *proc) bool { return anyClone(p.spec.UserMounts) }},
-	{name: "detach-host-root", run: func(*proc) error { return fs.DetachOldRoot() }},
-	{name: "mount-user-paths", run: func(p *proc) error { return fs.MountUser(p.spec.UserMounts) }, when: func(p *proc) bool { return len(p.spec.UserMounts) > 0 }},
-	{name: "mask-denied", run: func(p *proc) error { return fs.MaskDenied(p.spec.DenyPatterns) }, when: func(p *proc) bool { return len(p.spec.DenyPatterns) > 0 }},
-	{name: "seal-root", run: func(*proc) error { return fs.SealRoot() }, when: func(p *proc) bool { return !p.spec.Overlay }},
-	{name: "give-root-to-user", run: func(p *proc) error { return fs.GiveRootTo(p.spec.UID, p.spec.GID) }, when: func(p *proc) bool { return p.spec.Overlay }},
-	// The second layer, built from the policy once every mount is in
-	// place; the program's process enforces it (spawn_linux.c).
-	{name: "build-landlock", run: (*proc).buildLandlock, when: func(p *proc) bool { return p.spec.Landlock != nil }},
-	{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
-	{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
-	{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
-	{name: "dns-stub", run: func(p *proc) error { return netns.StartDirect(p.spec.ProxyFD, p.spec.DirectPorts, p.spec.DirectNames) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
-	// Nobody inside may ptrace the init or read its memory through /proc.
-	{name: "non-dumpable", run: func(*proc) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
+// sandbox for its whole life. The root's steps are root_linux.c's
+// (rootSteps), between these.
+func initSteps() []step {
+	steps := []step{
+		{name: "close-inherited-fds", run: func(*proc) error { return closeInheritedFds() }},
+		// The program's process comes first: it enters the cgroup (on v1 the
+		// kernel waits an RCU grace period for that) while the init builds the
+		// root, then waits. pivot_root takes it along into the new root.
+		// (Usually it was forked before the Go runtime started: spawn_linux.c's
+		// early child; this is the fallback. With Landlock the fallback forks
+		// once the root, and so the ruleset, is built: runProgram.)
+		{name: "fork-program", run: (*proc).forkProgram, when: func(p *proc) bool { return !p.spec.Session && !haveEarly() && p.spec.Landlock == nil }},
+	}
+	steps = append(steps, rootSteps()...)
+	return append(steps, []step{
+		{name: "set-hostname", run: func(p *proc) error { return unix.Sethostname([]byte(p.spec.Hostname)) }},
+		{name: "loopback-up", run: func(*proc) error { return netns.LoopbackUp() }, when: func(p *proc) bool { return p.spec.LoopbackUp }},
+		{name: "proxy-relay", run: func(p *proc) error { return netns.StartRelay(p.spec.ProxyFD) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
+		{name: "dns-stub", run: func(p *proc) error { return netns.StartDirect(p.spec.ProxyFD, p.spec.DirectPorts, p.spec.DirectNames) }, when: func(p *proc) bool { return p.spec.ProxyFD > 0 }},
+		// Nobody inside may ptrace the init or read its memory through /proc.
+		{name: "non-dumpable", run: func(*proc) error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }},
+	}...)
 }
+
+// rootSteps are root_linux.c's steps, one cgo call each.
+func rootSteps() []step {
+	var steps []step
+	for i := C.int(0); i < C.root_nsteps(); i++ {
+		steps = append(steps, step{
+			name: C.GoString(C.root_step_name(i)),
+			run:  func(p *proc) error { return p.runRootStep(i) },
+			when: func(p *proc) bool { return C.root_step_when(i, p.root) != 0 },
+		})
+	}
+	return steps
+}
+
+// loadRoot packs the spec's root plan and unpacks it for the C steps.
+func (p *proc) loadRoot() error {
+	plan, err := packRoot(&p.spec)
+	if err != nil {
+		return err
+	}
+	buf := C.CBytes(plan)
+	p.root = (*C.struct_ward_root)(C.malloc(C.sizeof_struct_ward_root))
+	p.rootOut = (*C.struct_ward_root_out)(C.malloc(C.sizeof_struct_ward_root_out))
+	C.ward_root_out_init(p.rootOut)
+	if e := C.ward_unpack_root((*C.char)(buf), C.size_t(len(plan)), p.root); e != 0 {
+		return fmt.Errorf("unpack the root plan: %w", syscall.Errno(-e))
+	}
+	return nil
+}
+
+// runRootStep runs root step i and takes what it handed back.
+func (p *proc) runRootStep(i C.int) error {
+	out := p.rootOut
+	if e := C.root_step_run(i, p.root, out); e != 0 {
+		return &stepError{Op: C.GoString(&out.what[0]), Path: C.GoString(&out.path[0]), Err: syscall.Errno(e)}
+	}
+	if out.upper_fd >= 0 {
+		p.upper = int(out.upper_fd)
+	}
+	if out.landlock_fd >= 0 {
+		p.spec.LandlockFD, p.landlock = int(out.landlock_fd), int(out.landlock_abi)
+	}
+	p.landlockNote = C.GoString(&out.landlock_note[0])
+	return nil
+}
+
+// stepError is a root step's failure: what it did, on which path (inside),
+// and the errno.
+type stepError struct {
+	Op, Path string
+	Err      syscall.Errno
+}
+
+func (e *stepError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+}
+func (e *stepError) Unwrap() error { return e.Err }
 
 func (p *proc) runSteps(steps []step) {
 	for _, st := range steps {
@@ -137,7 +205,10 @@ func RunInit() {
 		}
 	}
 	config := monoUs()
-	p.runSteps(initSteps)
+	if err := p.loadRoot(); err != nil {
+		p.fail("root-plan", err)
+	}
+	p.runSteps(initSteps())
 	p.send(Msg{Type: MsgReady, Steps: p.steps, StartUs: start, ConfigUs: config, Landlock: p.landlock, LandlockNote: p.landlockNote})
 	if p.spec.Session {
 		p.serveSession()
@@ -176,12 +247,16 @@ func (p *proc) send(m Msg) {
 
 // fail reports a setup error and exits; the parent prints it and exits 71.
 func (p *proc) fail(step string, err error) {
-	m := Msg{Type: MsgError, Step: step, Message: err.Error(), Errno: int(fs.Errno(err))}
-	var fe *fs.Error
+	m := Msg{Type: MsgError, Step: step, Message: err.Error()}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		m.Errno = int(en)
+	}
+	var se *stepError
 	var pe *os.PathError
 	switch {
-	case errors.As(err, &fe):
-		m.Path = fe.Path
+	case errors.As(err, &se):
+		m.Path = se.Path
 	case errors.As(err, &pe):
 		m.Path = pe.Path
 	}
@@ -194,33 +269,6 @@ func (p *proc) fail(step string, err error) {
 // O_CLOEXEC) never reaches the program.
 func closeInheritedFds() error {
 	return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-}
-
-// buildLandlock builds the program's Landlock ruleset; a kernel without
-// Landlock leaves it out (the note says why) and keeps every other layer.
-func (p *proc) buildLandlock() error {
-	fd, abi, note, err := fs.LandlockRuleset(p.spec.Plan, p.spec.UserMounts, p.spec.Overlay, p.spec.Landlock)
-	if err != nil {
-		return err
-	}
-	if fd >= 0 && !p.spec.Session {
-		// The program's stdio are the init's (a session's commands get
-		// theirs per command, as pipes).
-		if err := fs.LandlockAllowStdio(fd, abi); err != nil {
-			unix.Close(fd)
-			return err
-		}
-	}
-	p.spec.LandlockFD, p.landlock, p.landlockNote = fd, abi, note
-	return nil
-}
-
-func (p *proc) hideOverlayLayers() error {
-	fd, err := fs.HideOverlayLayers(p.spec.OverlayKeepFD > 0)
-	if fd > 0 {
-		p.upper = fd
-	}
-	return err
 }
 
 // forkProgram forks the program's process, which waits in the cgroup
@@ -496,15 +544,6 @@ func envPath(env []string) string {
 
 // DefaultPath is the program's PATH when the caller has none.
 const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
-
-func anyClone(ms []fs.UserMount) bool {
-	for _, m := range ms {
-		if m.Clone {
-			return true
-		}
-	}
-	return false
-}
 
 // becomeRoot makes the init root of its user namespace, with no
 // supplementary groups (libc's set*id: every thread).
