@@ -2,9 +2,10 @@
 //
 // The parent (the launcher, on the host) decides everything: it resolves
 // host paths once and writes a Plan, an ordered list of small operations.
-// The init inside the new mount namespace only executes the plan (see
-// root_linux.go); it makes no policy decisions and never looks up a host
-// path by name after the host's root is out of reach.
+// nsexec packs the plan into a binary buffer (nsexec/rootplan.go) and the
+// init's C executes it (nsexec/root_linux.c); it makes no policy decisions
+// and never looks up a host path by name after the host's root is out of
+// reach.
 package fs
 
 import (

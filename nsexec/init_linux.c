@@ -878,7 +878,7 @@ void ward_init_main(int argc, char **argv) {
 	prctl(PR_SET_NAME, "ward-init", 0, 0, 0);
 	receive_config();
 	config_us = mono_us();
-	out.upper_fd = out.landlock_fd = -1;
+	ward_root_out_init(&out);
 	signals_setup();
 	run_steps(steps_before_root, sizeof(steps_before_root) / sizeof(steps_before_root[0]));
 	run_steps(ward_root_steps, ward_root_nsteps);

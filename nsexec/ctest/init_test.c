@@ -200,6 +200,7 @@ static void test_config_malformed(void) {
 	BAD("relay strings past argc", p.h.relay_argc = 4, 8);
 	BAD("relay argc past the bytes", p.h.relay_argc = 1000, 8);
 	BAD("relay's last NUL missing", p.relay_len -= 1, 8);
+	BAD("a root plan cut short", p.root_len -= 1, 9);
 	BAD("no gate", p.gate_len = 0, 11);
 	BAD("a gate cut short", p.gate_len -= 1, 10);
 #undef BAD

@@ -1,0 +1,660 @@
+// The sandbox's root, built in C by the init from the plan Go packed.
+//
+// The parent (ward, on the host) decides everything: it resolves host
+// paths once, opens and clones what the user asked for, and writes a plan
+// (fs.Plan, the user mounts, the deny patterns, the Landlock rules) that
+// rootplan.go packs and root_plan_linux.c checks. The steps here only
+// execute it, in the sandbox's new mount namespace, with the init's
+// capabilities over its own namespaces: they make no policy decision and
+// never look up a host path by name after the host's root is out of reach.
+//
+// The steps, in order (ward_root_steps): make the mounts private, pivot
+// into an empty tmpfs keeping the host's root at WARD_OLD_ROOT, run the
+// plan's operations, hide the overlays' layers, clone an unprivileged
+// caller's sources, detach the host's root, attach the user's mounts, mask
+// what the deny patterns match, seal the root (or give it to the sandbox
+// user with --overlay), build the Landlock ruleset. Each returns 0 or a
+// positive errno with out->what and out->path saying what failed where.
+//
+// Every bind ends with mount_setattr (which, unlike MS_REMOUNT, reaches
+// submounts and keeps the flags the kernel locked on the host's mounts),
+// and every mount that must be read-only is checked to be (statfs): a flag
+// that silently did not apply fails the step.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "root_impl_linux.h"
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x1
+#define MOUNT_ATTR_NOSUID 0x2
+#define MOUNT_ATTR_NODEV 0x4
+#define MOUNT_ATTR_NOEXEC 0x8
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define MOVE_MOUNT_T_EMPTY_PATH 0x40
+#endif
+#ifndef ST_RDONLY
+#define ST_RDONLY 1
+#endif
+
+// The kernel's struct mount_attr (mount_setattr), under a name of its own.
+struct ward_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+// copy_str copies src into dst (size bytes), cut short if it must be.
+static void copy_str(char *dst, size_t size, const char *src) {
+	size_t n = strnlen(src, size - 1);
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+int ward_root_fail(struct ward_root_out *out, const char *what, const char *path, int err) {
+	copy_str(out->what, sizeof(out->what), what);
+	copy_str(out->path, sizeof(out->path), path ? path : "");
+	return err;
+}
+
+#define FAIL(what, path) ward_root_fail(out, what, path, errno)
+
+void ward_root_out_init(struct ward_root_out *out) {
+	memset(out, 0, sizeof(*out));
+	out->upper_fd = out->landlock_fd = -1;
+}
+
+// setattr sets attrs on the mount at path (beneath dfd), with flags
+// (AT_RECURSIVE: the whole subtree): 0 or an errno.
+static int setattr(int dfd, const char *path, unsigned flags, uint64_t attrs) {
+	struct ward_mount_attr a = {.attr_set = attrs};
+	return syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof(a)) < 0 ? errno : 0;
+}
+
+// join writes a then b into buf (size bytes): 0 or ENAMETOOLONG.
+static int join(char *buf, size_t size, const char *a, const char *b) {
+	return (size_t)snprintf(buf, size, "%s%s", a, b) >= size ? ENAMETOOLONG : 0;
+}
+
+// mkdir_in is os.MkdirAll on path, which it changes and restores: a
+// directory that is there (through symlinks) is fine, anything else there
+// is ENOTDIR; parents first.
+static int mkdir_in(char *path, mode_t mode) {
+	struct stat st;
+	if (stat(path, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	size_t i = strlen(path);
+	while (i > 0 && path[i - 1] == '/') i--;
+	while (i > 0 && path[i - 1] != '/') i--;
+	if (i > 1) { // a parent, path[:i-1]
+		path[i - 1] = 0;
+		int e = mkdir_in(path, mode);
+		path[i - 1] = '/';
+		if (e) return e;
+	}
+	if (mkdir(path, mode) < 0) {
+		int e = errno;
+		return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : e;
+	}
+	return 0;
+}
+
+static int mkdir_all(const char *path, mode_t mode) {
+	char buf[WARD_ROOT_MAX_PATH];
+	if (join(buf, sizeof(buf), path, "")) return ENAMETOOLONG;
+	return mkdir_in(buf, mode);
+}
+
+// mkdir_parent makes the directory holding path (Go's filepath.Dir).
+static int mkdir_parent(const char *path, struct ward_root_out *out) {
+	char dir[WARD_ROOT_MAX_PATH + 2];
+	const char *slash = strrchr(path, '/');
+	ward_clean(path, slash ? (size_t)(slash - path) + 1 : 0, dir);
+	int e = mkdir_all(dir, 0755);
+	return e ? ward_root_fail(out, "mkdir", dir, e) : 0;
+}
+
+// check_ro refuses a read-only flag that silently did not apply.
+static int check_ro(const char *path, int want, struct ward_root_out *out) {
+	struct statfs st;
+	if (!want) return 0;
+	if (statfs(path, &st) < 0) return FAIL("statfs", path);
+	if (!(st.f_flags & ST_RDONLY)) return ward_root_fail(out, "check read-only", path, EROFS);
+	return 0;
+}
+
+// make_target creates the mount point dst inside the new root, unless
+// something is there already (a /proc entry being masked or rebound): a
+// directory, or an empty file for a file bind.
+static int make_target(const char *dst, int dir, struct ward_root_out *out) {
+	struct stat st;
+	if (lstat(dst, &st) == 0) return 0;
+	if (dir) {
+		int e = mkdir_all(dst, 0755);
+		return e ? ward_root_fail(out, "mkdir", dst, e) : 0;
+	}
+	int e = mkdir_parent(dst, out);
+	if (e) return e;
+	int fd = open(dst, O_CREAT | O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
+	if (fd < 0) return FAIL("create mount point", dst);
+	close(fd);
+	return 0;
+}
+
+// bind mounts src at dst recursively, then sets nosuid, nodev (unless
+// WARD_OP_DEV), read-only (unless WARD_OP_RW) and noexec (with
+// WARD_OP_NOEXEC) on the whole subtree.
+static int bind(const char *src, const char *dst, unsigned flags, struct ward_root_out *out) {
+	struct stat st;
+	if (stat(src, &st) < 0) return FAIL("stat bind source", src);
+	int e = make_target(dst, S_ISDIR(st.st_mode), out);
+	if (e) return e;
+	if (mount(src, dst, "", MS_BIND | MS_REC, "") < 0) return FAIL("bind", dst);
+	uint64_t attrs = MOUNT_ATTR_NOSUID;
+	if (!(flags & WARD_OP_DEV)) attrs |= MOUNT_ATTR_NODEV;
+	if (!(flags & WARD_OP_RW)) attrs |= MOUNT_ATTR_RDONLY;
+	if (flags & WARD_OP_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+	if ((e = setattr(AT_FDCWD, dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, attrs))) return ward_root_fail(out, "mount_setattr", dst, e);
+	return check_ro(dst, !(flags & WARD_OP_RW), out);
+}
+
+// seal makes the single mount at path read-only.
+static int seal(const char *path, struct ward_root_out *out) {
+	int e = setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY);
+	if (e) return ward_root_fail(out, "mount_setattr ro", path, e);
+	return check_ro(path, 1, out);
+}
+
+int ward_root_mask(const char *dst, struct ward_root_out *out) {
+	struct stat st;
+	if (lstat(dst, &st) < 0) return errno == ENOENT ? 0 : FAIL("lstat", dst);
+	if (S_ISDIR(st.st_mode)) {
+		if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,nr_inodes=1") < 0)
+			return FAIL("mask", dst);
+		return 0;
+	}
+	// The sandbox's own /dev/null (built before /proc), so masks work
+	// after the host's root is gone too. Device access kept: reading the
+	// mask gives EOF, as in runc, not EACCES.
+	return bind("/dev/null", dst, WARD_OP_DEV, out);
+}
+
+// write_all writes n bytes of p to fd: 0 or an errno.
+static int write_all(int fd, const char *p, size_t n) {
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR) continue;
+		if (w < 0) return errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+// write_file is os.WriteFile: dst created (mode, less the umask) or
+// truncated, then content.
+static int write_file(const char *dst, const char *content, size_t n, mode_t mode, struct ward_root_out *out) {
+	int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 0777);
+	if (fd < 0) return FAIL("write", dst);
+	int e = write_all(fd, content, n);
+	if (close(fd) < 0 && !e) e = errno;
+	return e ? ward_root_fail(out, "write", dst, e) : 0;
+}
+
+// copy_file copies a host file (a path beneath the old root) into the
+// root tmpfs, keeping its permission bits.
+static int copy_file(const char *src, const char *dst, struct ward_root_out *out) {
+	struct stat st;
+	char buf[16384];
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0) return FAIL("read", src);
+	int e = fstat(in, &st) < 0 ? errno : 0;
+	if (e || S_ISDIR(st.st_mode)) {
+		close(in);
+		return e ? ward_root_fail(out, "stat", src, e) : ward_root_fail(out, "read", src, EISDIR);
+	}
+	if ((e = mkdir_parent(dst, out))) {
+		close(in);
+		return e;
+	}
+	int o = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
+	if (o < 0) {
+		e = FAIL("write", dst);
+		close(in);
+		return e;
+	}
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR) continue;
+		if (r < 0) e = ward_root_fail(out, "read", src, errno);
+		if (r <= 0) break;
+		if ((e = write_all(o, buf, (size_t)r))) {
+			ward_root_fail(out, "write", dst, e);
+			break;
+		}
+	}
+	close(in);
+	if (close(o) < 0 && !e) e = FAIL("write", dst);
+	return e;
+}
+
+// overlay mounts an overlay at op->dst: the host's op->src (or the
+// parent's idmapped clone of it, op->src_fd) below, an upper layer in
+// WARD_OVERLAY_DIR above, owned by the sandbox user (the merged directory
+// takes its owner from the upper layer's root). In a user namespace
+// overlayfs keeps its metadata in user.* xattrs (userxattr); where the
+// upper file system has none (tmpfs before 6.6) it mounts without, with
+// fewer features.
+static int overlay(const struct ward_root_op *op, struct ward_root_out *out) {
+	char upper[WARD_ROOT_MAX_PATH], work[WARD_ROOT_MAX_PATH], lower[WARD_ROOT_MAX_PATH], data[3 * WARD_ROOT_MAX_PATH + 64];
+	int e = join(upper, sizeof(upper), WARD_OVERLAY_DIR "/upper", op->dst);
+	if (!e) e = join(work, sizeof(work), WARD_OVERLAY_DIR "/work", op->dst);
+	if (!e) e = join(lower, sizeof(lower), WARD_OLD_ROOT, op->src);
+	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
+	const char *dirs[3] = {upper, work, op->dst};
+	for (int i = 0; i < 3; i++)
+		if ((e = mkdir_all(dirs[i], 0755))) return ward_root_fail(out, "mkdir", dirs[i], e);
+	if (chown(upper, op->uid, op->gid) < 0) return FAIL("chown", upper);
+	if (op->src_fd > 0) {
+		// The lower layer is the parent's idmapped clone: files of host
+		// root are the sandbox user's through it, so copy-up and writes
+		// work for the program.
+		if ((e = join(lower, sizeof(lower), WARD_OVERLAY_DIR "/lower", op->dst))) return ward_root_fail(out, "mkdir", op->dst, e);
+		if ((e = mkdir_all(lower, 0755))) return ward_root_fail(out, "mkdir", lower, e);
+		if (syscall(SYS_move_mount, op->src_fd, "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			return FAIL("move_mount lower", lower);
+	}
+	if ((size_t)snprintf(data, sizeof(data), "lowerdir=%s,upperdir=%s,workdir=%s,userxattr", lower, upper, work) >= sizeof(data))
+		return ward_root_fail(out, "mount overlay", op->dst, ENAMETOOLONG);
+	if (mount("overlay", op->dst, "overlay", MS_NOSUID | MS_NODEV, data) == 0) return 0;
+	*strrchr(data, ',') = 0; // without userxattr
+	if (mount("overlay", op->dst, "overlay", MS_NOSUID | MS_NODEV, data) < 0) return FAIL("mount overlay", op->dst);
+	return 0;
+}
+
+// mount_new mounts a new file system of type at dst (made with mode).
+static int mount_new(const char *type, const char *dst, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
+	int e = mkdir_all(dst, mode);
+	if (e) return ward_root_fail(out, "mkdir", dst, e);
+	if (mount(type, dst, type, flags, data) < 0) return FAIL(what, dst);
+	return 0;
+}
+
+// apply runs one operation of the plan.
+static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
+	char src[WARD_ROOT_MAX_PATH];
+	unsigned long flags;
+	struct stat st;
+	int e;
+	switch (op->kind) {
+	case WARD_OP_BIND:
+		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "stat bind source", op->src, e);
+		return bind(src, op->dst, op->flags, out);
+	case WARD_OP_TMPFS:
+		flags = MS_NOSUID | MS_NODEV;
+		if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
+		if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
+		return mount_new("tmpfs", op->dst, 0755, flags, op->data, "mount tmpfs", out);
+	case WARD_OP_PROC:
+		return mount_new("proc", op->dst, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
+	case WARD_OP_DEVPTS:
+		return mount_new("devpts", op->dst, 0755, MS_NOSUID | MS_NOEXEC, op->data, "mount devpts", out);
+	case WARD_OP_SYMLINK:
+		if ((e = mkdir_parent(op->dst, out))) return e;
+		return symlink(op->link, op->dst) < 0 ? FAIL("symlink", op->dst) : 0;
+	case WARD_OP_FILE:
+		if ((e = mkdir_parent(op->dst, out))) return e;
+		return write_file(op->dst, op->content, op->content_len, op->mode, out);
+	case WARD_OP_MASK:
+		return ward_root_mask(op->dst, out);
+	case WARD_OP_REBIND:
+		if (lstat(op->dst, &st) < 0 && errno == ENOENT) return 0;
+		return bind(op->dst, op->dst, 0, out);
+	case WARD_OP_SEAL:
+		return seal(op->dst, out);
+	case WARD_OP_OVERLAY:
+		return overlay(op, out);
+	case WARD_OP_COPY:
+		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "read", op->src, e);
+		return copy_file(src, op->dst, out);
+	}
+	return ward_root_fail(out, "plan", op->dst, EINVAL);
+}
+
+// make-mounts-private stops mount events from propagating between the new
+// mount namespace and the host's: nothing done after it can reach the host.
+static int make_mounts_private(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	if (mount("", "/", "", MS_REC | MS_PRIVATE, "") < 0) return FAIL("make / rprivate", "/");
+	return 0;
+}
+
+// enter-new-root mounts an empty tmpfs and pivots into it, keeping the
+// host's root at WARD_OLD_ROOT. The tmpfs is mounted on /tmp of the
+// (private) mount namespace only to have a mount point; after pivot_root
+// it is "/", and WARD_OLD_ROOT/tmp shows the host's /tmp again, so any
+// host path can still be a bind source.
+static int enter_new_root(const struct ward_root *r, struct ward_root_out *out) {
+	char data[96];
+	// Small by default: the plan's synthetic files and mount points.
+	unsigned long long size = r->root_size > 0 ? (unsigned long long)r->root_size : 1u << 20;
+	snprintf(data, sizeof(data), "mode=0755,size=%llu,nr_inodes=65536", size);
+	// nosuid, nodev: nothing on the root itself is a device or setuid.
+	if (mount("ward-root", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, data) < 0) return FAIL("mount tmpfs root", "/tmp");
+	if (mkdir("/tmp" WARD_OLD_ROOT, 0700) < 0) return FAIL("mkdir", "/tmp" WARD_OLD_ROOT);
+	// pivot_root(new, put_old): the tmpfs becomes "/", the host's root
+	// moves to WARD_OLD_ROOT. Both must be mount points, not shared.
+	if (syscall(SYS_pivot_root, "/tmp", "/tmp" WARD_OLD_ROOT) < 0) return FAIL("pivot_root", "/tmp");
+	// The cwd still points into the host's tree: leave it.
+	if (chdir("/") < 0) return FAIL("chdir", "/");
+	return 0;
+}
+
+// build-root runs the plan's operations in order inside the new root.
+static int build_root(const struct ward_root *r, struct ward_root_out *out) {
+	struct ward_root_cursor c = ward_root_list(r, r->ops);
+	struct ward_root_op op;
+	for (uint32_t i = 0; i < r->nops; i++) {
+		if (ward_root_next_op(&c, &op)) return ward_root_fail(out, "plan", "", EINVAL);
+		int e = apply(&op, out);
+		if (e) return e;
+	}
+	return 0;
+}
+
+// hide-overlay-layers lazily unmounts the overlays' layer tmpfs (the
+// overlays keep it alive) and removes its mount point, so the program
+// reaches the layers only through the overlays. With --overlay-keep it
+// first opens, and hands back, the upper layers' root.
+static int hide_overlay_layers(const struct ward_root *r, struct ward_root_out *out) {
+	int fd = -1;
+	if ((r->flags & WARD_ROOT_KEEP_UPPER) &&
+	    (fd = open(WARD_OVERLAY_DIR "/upper", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return FAIL("open", WARD_OVERLAY_DIR "/upper");
+	int e = 0;
+	if (umount2(WARD_OVERLAY_DIR, MNT_DETACH) < 0) e = FAIL("umount", WARD_OVERLAY_DIR);
+	else if (rmdir(WARD_OVERLAY_DIR) < 0) e = FAIL("rmdir", WARD_OVERLAY_DIR);
+	if (e) {
+		if (fd >= 0) close(fd);
+		return e;
+	}
+	out->upper_fd = fd;
+	return 0;
+}
+
+// open_beneath opens path with openat2 beneath dfd, O_PATH, with resolve.
+static int open_beneath(int dfd, const char *path, uint64_t resolve) {
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
+	return (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+}
+
+// clone_one clones m's source (at m->fd, an O_PATH fd the caller opened)
+// into a detached tree limited like the parent limits a clone, and puts it
+// at m->fd's number.
+static int clone_one(int old, const struct ward_root_mount *m, struct ward_root_out *out) {
+	// Opened again by its resolved path beneath the old root, refusing
+	// every symlink: it must be the very file the caller opened.
+	char clean[WARD_ROOT_MAX_PATH + 2];
+	ward_clean(m->src, strlen(m->src), clean);
+	const char *rel = clean[0] == '/' ? clean + 1 : clean;
+	int src = open_beneath(old, rel, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	if (src < 0) return FAIL("open again (no symlinks allowed)", m->src);
+	struct stat want, got;
+	int e = fstat(m->fd, &want) < 0 || fstat(src, &got) < 0 ? errno : 0;
+	if (!e && (want.st_dev != got.st_dev || want.st_ino != got.st_ino)) e = ESTALE;
+	if (e) {
+		close(src);
+		return ward_root_fail(out, "check it is what the caller opened", m->src, e);
+	}
+	int tree = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	e = errno;
+	close(src);
+	if (tree < 0) return ward_root_fail(out, "clone the mount of", m->src, e);
+	uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (!(m->flags & WARD_MOUNT_RW)) attrs |= MOUNT_ATTR_RDONLY;
+	if (m->flags & WARD_MOUNT_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+	if ((e = setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs))) {
+		close(tree);
+		return ward_root_fail(out, "limit the mount of", m->src, e);
+	}
+	e = dup3(tree, m->fd, O_CLOEXEC) < 0 ? errno : 0;
+	close(tree);
+	return e ? ward_root_fail(out, "dup the clone of", m->src, e) : 0;
+}
+
+// clone-user-paths makes each CLONE mount's detached tree while the host's
+// root is still reachable (an unprivileged caller could not: cloning a
+// mount needs CAP_SYS_ADMIN over its mount namespace, which the init has
+// over its own copy).
+static int clone_user_paths(const struct ward_root *r, struct ward_root_out *out) {
+	int old = open(WARD_OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (old < 0) return FAIL("open", WARD_OLD_ROOT);
+	struct ward_root_cursor c = ward_root_list(r, r->mounts);
+	struct ward_root_mount m;
+	int e = 0;
+	for (uint32_t i = 0; !e && i < r->nmounts; i++) {
+		if (ward_root_next_mount(&c, &m)) e = ward_root_fail(out, "plan", "", EINVAL);
+		else if (m.flags & WARD_MOUNT_CLONE) e = clone_one(old, &m, out);
+	}
+	close(old);
+	return e;
+}
+
+static int any_clone(const struct ward_root *r) {
+	struct ward_root_cursor c = ward_root_list(r, r->mounts);
+	struct ward_root_mount m;
+	for (uint32_t i = 0; i < r->nmounts; i++)
+		if (ward_root_next_mount(&c, &m) == 0 && (m.flags & WARD_MOUNT_CLONE)) return 1;
+	return 0;
+}
+
+// detach-host-root makes the host's root unreachable: lazily unmount it
+// (its mounts are locked together in a user namespace, so all at once) and
+// remove the empty mount point.
+static int detach_host_root(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	if (umount2(WARD_OLD_ROOT, MNT_DETACH) < 0) return FAIL("umount", WARD_OLD_ROOT);
+	if (rmdir(WARD_OLD_ROOT) < 0) return FAIL("rmdir", WARD_OLD_ROOT);
+	return 0;
+}
+
+// Every lookup of a user mount's target stays in the new root and refuses
+// any symlink: a link planted in a shared writable directory (by another
+// sandbox, while this one is being set up) cannot redirect a mount.
+// RESOLVE_NO_XDEV is left out: a component may be an existing mount point.
+#define TARGET_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+// open_target creates dst (a directory, or an empty file) and its parents
+// beneath root, one component at a time, and returns an O_PATH fd of it
+// (or minus the errno, out filled in).
+static int open_target(int root, const char *dst, int dir, struct ward_root_out *out) {
+	char path[WARD_ROOT_MAX_PATH + 2];
+	ward_clean(dst, strlen(dst), path);
+	char *name = path[0] == '/' ? path + 1 : path;
+	int cur = dup(root);
+	if (cur < 0) return -ward_root_fail(out, "dup", "/", errno);
+	for (;;) {
+		char *slash = strchr(name, '/');
+		int last = slash == NULL, e = 0;
+		if (slash) *slash = 0;
+		int fd = open_beneath(cur, name, TARGET_RESOLVE);
+		if (fd < 0 && errno == ENOENT) {
+			if (!last || dir) {
+				if (mkdirat(cur, name, 0755) < 0) e = errno;
+			} else {
+				int f = openat(cur, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
+				if (f < 0) e = errno;
+				else close(f);
+			}
+			if (e && e != EEXIST) {
+				close(cur);
+				return -ward_root_fail(out, "create mount point", dst, e);
+			}
+			fd = open_beneath(cur, name, TARGET_RESOLVE);
+		}
+		e = errno;
+		close(cur);
+		if (fd < 0) return -ward_root_fail(out, "open mount point (no symlinks allowed)", dst, e);
+		if (last) return fd;
+		cur = fd;
+		name = slash + 1;
+	}
+}
+
+// hide_socket covers a unix socket with an empty read-only file: a socket
+// is a way out of any sandbox (docker.sock, dbus, X11). One gone or
+// replaced since the parent looked is left alone.
+static int hide_socket(const char *path, struct ward_root_out *out) {
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode)) return 0;
+	if (mount("/dev/null", path, "", MS_BIND, "") < 0) return FAIL("hide socket", path);
+	int e = setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	return e ? ward_root_fail(out, "hide socket", path, e) : 0;
+}
+
+// mount_one attaches m at its target, checks it is read-only when it must
+// be, and hides the sockets found in it.
+static int mount_one(int root, const struct ward_root_mount *m, const char *end, struct ward_root_out *out) {
+	int target = open_target(root, m->dst, m->flags & WARD_MOUNT_DIR, out);
+	if (target < 0) return -target;
+	int e = syscall(SYS_move_mount, m->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? errno : 0;
+	close(target);
+	// ENOENT: the mount point was removed since it was made.
+	if (e) return ward_root_fail(out, "move_mount onto the mount point", m->dst, e);
+	if ((e = check_ro(m->dst, !(m->flags & WARD_MOUNT_RW), out))) return e;
+	struct ward_root_cursor c = {m->sockets, end};
+	for (uint32_t i = 0; i < m->nsockets; i++) {
+		const char *s;
+		char path[2 * WARD_ROOT_MAX_PATH + 2];
+		if (ward_root_next_str(&c, &s)) return ward_root_fail(out, "plan", m->dst, EINVAL);
+		snprintf(path, sizeof(path), "%s/%s", strcmp(m->dst, "/") ? m->dst : "", s);
+		char clean[sizeof(path) + 2];
+		ward_clean(path, strlen(path), clean);
+		if ((e = hide_socket(clean, out))) return e;
+	}
+	return 0;
+}
+
+// mount-user-paths attaches the user's mounts in order, after the host's
+// root is gone.
+static int mount_user_paths(const struct ward_root *r, struct ward_root_out *out) {
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0) return FAIL("open", "/");
+	struct ward_root_cursor c = ward_root_list(r, r->mounts);
+	struct ward_root_mount m;
+	int e = 0;
+	for (uint32_t i = 0; !e && i < r->nmounts; i++) {
+		if (ward_root_next_mount(&c, &m)) e = ward_root_fail(out, "plan", "", EINVAL);
+		else e = mount_one(root, &m, r->end, out);
+	}
+	close(root);
+	return e;
+}
+
+// seal-root makes the root tmpfs itself read-only; the scratch mounts on
+// it stay writable. A write anywhere else fails with EROFS.
+static int seal_root(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	return seal("/", out);
+}
+
+// chown_tree gives everything beneath the directory fd (at path, a buffer
+// of WARD_ROOT_MAX_PATH bytes holding len of them) on device dev to
+// uid:gid; what is on another mount is left alone, and so is what cannot
+// be read. It closes fd.
+static int chown_tree(int fd, char *path, size_t len, dev_t dev, const struct ward_root *r, struct ward_root_out *out) {
+	char buf[2048];
+	int e = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) continue;
+		if (n <= 0) break;
+		for (long off = 0; !e && off < n;) {
+			// struct linux_dirent64: ino, off, reclen (u16 at 16), type, name (at 19).
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, 2);
+			const char *name = buf + off + 19;
+			off += reclen;
+			if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+			size_t l = len + (len > 1) + strlen(name);
+			if (l < WARD_ROOT_MAX_PATH) snprintf(path + len, WARD_ROOT_MAX_PATH - len, "%s%s", len > 1 ? "/" : "", name);
+			struct stat st;
+			if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev) continue;
+			if (fchownat(fd, name, r->uid, r->gid, AT_SYMLINK_NOFOLLOW) < 0) e = FAIL("chown", path);
+			else if (S_ISDIR(st.st_mode)) {
+				int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub >= 0) e = chown_tree(sub, path, l < WARD_ROOT_MAX_PATH ? l : len, dev, r, out);
+			}
+			path[len] = 0;
+		}
+		if (e) break;
+	}
+	close(fd);
+	return e;
+}
+
+// give-root-to-user makes what the plan made in the root tmpfs (not what
+// is mounted on it) the sandbox user's, so that with --overlay the program
+// may write anywhere in its view.
+static int give_root_to_user(const struct ward_root *r, struct ward_root_out *out) {
+	char path[WARD_ROOT_MAX_PATH] = "/";
+	struct stat st;
+	if (lstat("/", &st) < 0) return FAIL("lstat", "/");
+	if (lchown("/", r->uid, r->gid) < 0) return FAIL("chown", "/");
+	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return 0; // unreadable: nothing more to give
+	return chown_tree(fd, path, 1, st.st_dev, r, out);
+}
+
+// mask-denied hides every visible path a deny pattern (Go's filepath.Glob
+// on paths inside) matches (root_glob_linux.c).
+int ward_root_mask_denied(const struct ward_root *r, struct ward_root_out *out);
+
+static int is_overlay(const struct ward_root *r) {
+	return (r->flags & WARD_ROOT_OVERLAY) != 0;
+}
+static int not_overlay(const struct ward_root *r) {
+	return !is_overlay(r);
+}
+static int have_mounts(const struct ward_root *r) {
+	return r->nmounts > 0;
+}
+static int have_deny(const struct ward_root *r) {
+	return r->ndeny > 0;
+}
+static int have_landlock(const struct ward_root *r) {
+	return (r->flags & WARD_ROOT_LANDLOCK) != 0;
+}
+
+const struct ward_root_step ward_root_steps[] = {
+	{"make-mounts-private", NULL, make_mounts_private},
+	{"enter-new-root", NULL, enter_new_root},
+	{"build-root", NULL, build_root},
+	{"hide-overlay-layers", is_overlay, hide_overlay_layers},
+	// An unprivileged caller passes its sources themselves: they are
+	// cloned here, while the host's root is still reachable.
+	{"clone-user-paths", any_clone, clone_user_paths},
+	{"detach-host-root", NULL, detach_host_root},
+	{"mount-user-paths", have_mounts, mount_user_paths},
+	{"mask-denied", have_deny, ward_root_mask_denied},
+	{"seal-root", not_overlay, seal_root},
+	{"give-root-to-user", is_overlay, give_root_to_user},
+	// The second layer, built from the policy once every mount is in
+	// place; the program's process enforces it (spawn_linux.c).
+	{"build-landlock", have_landlock, ward_root_landlock},
+};
+const int ward_root_nsteps = sizeof(ward_root_steps) / sizeof(ward_root_steps[0]);
