@@ -32,6 +32,9 @@ type building struct {
 	// closed once the init has its own, or when setup fails.
 	parentCopies []*os.File
 	opened       *openedMounts
+	// overlayKeep is the caller's --overlay-keep directory: ward copies
+	// the overlays' changes into it once the sandbox is gone.
+	overlayKeep *os.File
 }
 
 // hostSteps are ward's steps before the init starts, in order. Each name
@@ -247,12 +250,12 @@ func (b *building) openUserPaths() error {
 		b.l.log.v("Overlay: %s", n)
 	}
 	if cfg.OverlayKeep != "" {
-		keep, err := opened.openOverlayKeep(cfg.OverlayKeep)
+		keep, err := openOverlayKeep(cfg.OverlayKeep)
 		if err != nil {
 			return &nsexec.SetupError{Step: "open-overlay-keep", Errno: errnoOf(err), Msg: err.Error()}
 		}
 		b.l.undo = append(b.l.undo, func() { keep.Close() })
-		spec.OverlayKeepFD = b.files.Add(keep)
+		b.overlayKeep, spec.OverlayKeep = keep, true
 	}
 	return nil
 }
@@ -281,6 +284,7 @@ func (b *building) startInit(ctx context.Context, t0 time.Time, steps []nsexec.S
 	cfg, spec, res, l := b.cfg, b.spec, b.res, b.l
 	sb, err := nsexec.Start(spec, b.stdio, nsexec.Options{
 		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, Files: b.files.List(), Session: b.session,
+		OverlayKeep: b.overlayKeep,
 	})
 	closeAll(b.parentCopies) // the init has its own copies
 	b.parentCopies = nil

@@ -401,45 +401,21 @@ func openOverlayLowers(plan *wfs.Plan, first int) (files []*os.File, notes []str
 	return files, notes, nil
 }
 
-// openOverlayKeep clones the caller's --overlay-keep directory for the
-// init, which copies the overlays' changes into it at the end: idmapped so
-// that what the init (root inside, host uid HostUIDBase) writes is the
-// caller's, or else lent to the init's host uid for the run and given back.
-func (o *openedMounts) openOverlayKeep(dir string) (*os.File, error) {
+// openOverlayKeep opens the caller's --overlay-keep directory for ward
+// itself, which copies the overlays' changes into it once the sandbox is
+// gone (nsexec's Sandbox.Wait), as the caller: what it writes is the
+// caller's. A directory ward may not write (a read-only mount) is refused
+// now, before anything runs.
+func openOverlayKeep(dir string) (*os.File, error) {
 	src, err := wfs.OpenSource(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
 	}
-	if os.Geteuid() != 0 {
-		// An unprivileged caller cannot clone the mount: the init writes
-		// through the directory's own fd, as the caller (the single
-		// mapping), so what it copies out is the caller's.
-		return src, nil
+	if err := unix.Access(fmt.Sprintf("/proc/self/fd/%d", src.Fd()), unix.W_OK); err != nil {
+		src.Close()
+		return nil, fmt.Errorf("--overlay-keep=%s: not writable: %w", dir, err)
 	}
-	defer src.Close()
-	fd, err := unix.OpenTree(int(src.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
-	if err != nil {
-		return nil, fmt.Errorf("--overlay-keep=%s: clone: %w", dir, err)
-	}
-	f := os.NewFile(uintptr(fd), dir)
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
-	}
-	idmap, err := idmapUsernsFor(os.Getuid(), os.Getgid(), nsexec.HostUIDBase, nsexec.HostUIDBase)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
-	}
-	id := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(idmap.Fd())}
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, id); err != nil {
-		if err := o.lend(src, dir, nsexec.HostUIDBase, nsexec.HostUIDBase); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("--overlay-keep=%s: %w", dir, err)
-		}
-	}
-	return f, nil
+	return src, nil
 }
 
 func closeAll(files []*os.File) {

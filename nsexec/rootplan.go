@@ -88,7 +88,7 @@ func rootPlanOf(spec *Spec) (*rootPlan, error) {
 	}
 	if spec.Overlay {
 		p.Flags |= C.WARD_ROOT_OVERLAY
-		if spec.OverlayKeepFD > 0 {
+		if spec.OverlayKeep {
 			p.Flags |= C.WARD_ROOT_KEEP_UPPER
 		}
 	}

@@ -88,10 +88,10 @@ type Spec struct {
 	// that ignore the proxy variables (netns.StartDirect).
 	DirectPorts []int    `json:"direct_ports,omitempty"`
 	DirectNames []string `json:"direct_names,omitempty"`
-	// OverlayKeepFD is a detached mount of the caller's --overlay-keep
-	// directory (0: none): the init copies the upper layers into it at the
-	// end.
-	OverlayKeepFD int `json:"overlay_keep_fd,omitempty"`
+	// OverlayKeep: the init hands the overlays' upper layers to the
+	// parent, which copies them into the caller's --overlay-keep
+	// directory once the sandbox is gone (Options.OverlayKeep).
+	OverlayKeep bool `json:"overlay_keep,omitempty"`
 	// LoopbackUp: the sandbox has its own network namespace; bring lo up.
 	LoopbackUp bool `json:"lo"`
 	UID        int  `json:"uid"`
