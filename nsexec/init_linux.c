@@ -758,8 +758,10 @@ static void recv_exec(void) {
 	long detail;
 	if (buf && got == n && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ward_exec_parse(buf, (size_t)n, &h, &g, &detail) == 0) {
 		if (h.kill) {
+			// Only a command that runs: before its exec its process group
+			// may not be its own yet (ward signals again once it started).
 			for (int i = 0; i < ncmds; i++)
-				if (cmds[i].id == h.id && cmds[i].pid > 0) kill(-cmds[i].pid, h.kill);
+				if (cmds[i].id == h.id && cmds[i].report < 0) kill(-cmds[i].pid, h.kill);
 		} else if (nfds != 3) {
 			send_error(h.id, "exec", 0, "want 3 stdio fds", "");
 			ward_unpack_free(&g);
@@ -834,15 +836,17 @@ static void session_report(int i) {
 // on fd 3 or on the exec socket).
 static void __attribute__((noreturn)) serve_session(void) {
 	struct pollfd *p = NULL;
+	int *pids = NULL;
 	for (;;) {
 		struct pollfd *np = realloc(p, (size_t)(3 + ncmds) * sizeof(*p));
-		if (!np) _exit(137);
-		p = np;
+		if (np) p = np;
+		int *npids = np ? realloc(pids, (size_t)(ncmds + 1) * sizeof(*pids)) : NULL;
+		if (!npids) _exit(137); // out of memory: the parent sees the sandbox end
+		pids = npids;
 		p[0] = (struct pollfd){.fd = WARD_PROTO_FD, .events = POLLIN};
 		p[1] = (struct pollfd){.fd = cfg.h.exec_fd, .events = POLLIN};
 		p[2] = (struct pollfd){.fd = sig_fd, .events = POLLIN};
 		int n = ncmds; // the commands polled: recv_exec may add more
-		int pids[n > 0 ? n : 1];
 		for (int i = 0; i < n; i++) {
 			p[3 + i] = (struct pollfd){.fd = cmds[i].report, .events = POLLIN};
 			pids[i] = cmds[i].pid;

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +31,10 @@ func IsRelay() bool {
 // read its memory.
 func RunRelay() {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Named for ps inside and on the host (the exec from an fd names it
+	// after the fd's number otherwise).
+	name := []byte("ward-relay\x00")
+	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 	report := os.NewFile(protoFd, "ward-relay-report")
 	fail := func(step string, err error) {
 		_ = json.NewEncoder(report).Encode(Msg{Type: MsgError, Step: step, Message: err.Error(), Errno: int(errno(err))})

@@ -1,18 +1,19 @@
 // The program's process, from fork to exec, in C.
 //
-// The init (Go, PID 1 of the sandbox) calls ward_spawn through cgo. It
+// The init (init_linux.c, PID 1 of the sandbox, C) calls ward_spawn. It
 // forks with a raw clone (no CLONE_VM: a copy of the calling thread only),
 // and the child turns itself into the program: it enters the sandbox's
 // cgroup, drops every privilege, loads the seccomp filters and execs. The
-// child uses raw system calls only: no Go, no malloc, no lock that another
-// thread of the Go runtime could have held at the fork. This replaces a
-// second start of ward's Go runtime ("ward gate") per program, the largest
-// cost of a sandbox's start after the kernel's own.
+// child uses raw system calls only: no malloc, no lock that another thread
+// could have held at the fork (ward_spawn also works from a threaded
+// process: the tests call it so).
 //
-// With wait_fd, the child enters the cgroup at once and then waits for one
-// byte before the rest: the init forks it before building the root, so the
-// cgroup migration (on cgroup v1 one RCU grace period, about 6 ms here)
-// overlaps the init's own work.
+// In ward run the program's process is the early child instead (below):
+// forked by the constructor that starts the init, it enters the cgroup at
+// once and waits for its config, so the cgroup migration (on cgroup v1 one
+// RCU grace period, about 6 ms here) overlaps the init's own work. With
+// wait_fd, a child of ward_spawn does the same: it enters the cgroup and
+// waits for one byte before the rest.
 //
 // The child reports over report_fd (a SOCK_SEQPACKET socket, CLOEXEC), one
 // struct ward_report per write(2) (allowed by every policy, so a report
@@ -166,7 +167,7 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	keep[nkeep++] = g->report_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
-	// The Go runtime's handlers mean nothing here: default dispositions
+	// The init's handlers mean nothing here: default dispositions
 	// (an ignored SIGXFSZ when there is a file size limit).
 	for (int s = 1; s < 65; s++) {
 		if (s == SIGKILL || s == SIGSTOP || s == 32 || s == 33) continue;
@@ -442,7 +443,7 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 }
 
 int ward_spawn(struct ward_gate *g) {
-	// No signal may run a Go handler in the child: block them all around
+	// No signal may run a handler of the caller's in the child: block them all around
 	// the fork; the child resets every handler before it unblocks.
 	sigset_t all, old;
 	sigfillset(&all);
@@ -457,13 +458,13 @@ int ward_spawn(struct ward_gate *g) {
 
 // The early child. A sandbox init ("ward init N", PID 1, N the number of
 // cgroup.procs fds from WARD_CGROUP_FD0) forks the program's process here,
-// in a constructor, before the Go runtime starts: the child enters the
-// cgroup at once, so that on cgroup v1 the kernel's grace period for the
-// migration runs while the init starts its runtime, reads its config and
-// builds the root. The child is a plain single-threaded C process (glibc is set up,
-// no Go runtime in it), so it may malloc. It then waits for its config
-// (ward_send_gate_to, one message packed by gate_linux.c) on a
-// SOCK_SEQPACKET socket, the same one it reports on.
+// in the constructor, first thing: the child enters the cgroup at once, so
+// that on cgroup v1 the kernel's grace period for the migration runs while
+// the init reads its config and builds the root. The child is a plain
+// single-threaded C process (glibc is set up), so it may malloc. It then
+// waits for its config (ward_send_gate_to, the gate ward packed, which the
+// init checked and completed) on a SOCK_SEQPACKET socket, the same one it
+// reports on.
 int ward_early_pid = -1, ward_early_fd = -1;
 
 // ward_early_child is the early child (a function of its own, not static,
