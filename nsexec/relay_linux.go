@@ -15,9 +15,13 @@ import (
 
 // IsRelay reports whether this process is a sandbox's proxy relay: "ward
 // relay CTL PORTS [NAME...]", exec'd by the init (its parent, PID 1 of
-// the sandbox) with its report pipe as fd 3.
+// the sandbox, named ward-init) with its report pipe as fd 3.
 func IsRelay() bool {
-	return len(os.Args) >= 4 && os.Args[0] == initArgv0 && os.Args[1] == relayArg && os.Getppid() == 1
+	if len(os.Args) < 4 || os.Args[0] != initArgv0 || os.Args[1] != relayArg || os.Getppid() != 1 {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/1/comm")
+	return err == nil && string(comm) == "ward-init\n"
 }
 
 // RunRelay is the proxy relay and DNS stub of a sandbox with
