@@ -115,3 +115,9 @@ func repackGate(msg []byte, landlockFD int) ([]byte, error) {
 	defer C.free(unsafe.Pointer(out))
 	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
 }
+
+// Step numbers of spawn_linux.h, for the tests.
+const (
+	gateStepUser = C.WARD_STEP_USER
+	gateStepExec = C.WARD_STEP_EXEC
+)

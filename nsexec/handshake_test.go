@@ -211,3 +211,35 @@ func TestUsernsHintNamesTheKnobAndTheFix(t *testing.T) {
 		}
 	}
 }
+
+// TestInitErrorsAreWordedByTheParent: the init sends a failed step's
+// operation, path and errno ("error") or the program's process's step
+// number and detail ("gate_error"); the parent words them.
+func TestInitErrorsAreWordedByTheParent(t *testing.T) {
+	spec := &Spec{Args: []string{"prog"}, Dir: "/work", UID: 1000, GID: 1000}
+	for _, tc := range []struct {
+		name string
+		err  *SetupError
+		step string
+		msg  string
+	}{
+		{"operation, path, errno", (&Msg{Step: "build-root", What: "mount", Path: "/usr", Errno: int(syscall.ENOENT)}).setupError(),
+			"build-root", "mount /usr: no such file or directory"},
+		{"no path", (&Msg{Step: "become-root", What: "setresuid 0", Errno: int(syscall.EPERM)}).setupError(),
+			"become-root", "setresuid 0: operation not permitted"},
+		{"no errno", (&Msg{Step: "proxy-relay", What: "ward relay ended before it was ready (exit 2)"}).setupError(),
+			"proxy-relay", "ward relay ended before it was ready (exit 2)"},
+		{"the relay's own message", (&Msg{Step: "dns-stub", Message: "DNS stub: bind", Errno: int(syscall.EADDRINUSE)}).setupError(),
+			"dns-stub", "DNS stub: bind"},
+		{"a step of the program's process", gateError(spec, int(gateStepUser), syscall.EPERM, 2),
+			"set-user", "setresuid(1000): operation not permitted"},
+		{"it died before exec", gateError(spec, int(gateStepExec), 0, -1),
+			"exec", "the program's process ended before it could exec prog"},
+		{"a step number out of range", gateError(spec, 99, syscall.EIO, 0),
+			"fork-program", "step 99: input/output error"},
+	} {
+		if tc.err.Step != tc.step || tc.err.Msg != tc.msg {
+			t.Errorf("%s: %q %q, want %q %q", tc.name, tc.err.Step, tc.err.Msg, tc.step, tc.msg)
+		}
+	}
+}
