@@ -163,7 +163,7 @@ csan:
 	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/gate_test nsexec/ctest/gate_test.c nsexec/gate_linux.c nsexec/spawn_linux.c nsexec/userns_linux.c
 	bin/gate_test
 	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/root_test nsexec/ctest/root_test.c nsexec/root_linux.c nsexec/root_plan_linux.c \
-		nsexec/root_glob_linux.c nsexec/root_landlock_linux.c
+		nsexec/root_user_linux.c nsexec/root_glob_linux.c nsexec/root_landlock_linux.c
 	bin/root_test
 
 # Every Fuzz target, one at a time (go test -fuzz takes one per run), each
