@@ -152,10 +152,11 @@ unit: deps csan
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
 # nsexec's C (the program's process from fork to exec, the early child's
-# config, the user namespace child, the init's wire formats), built with
-# AddressSanitizer and UBSan, any finding fatal, and its unit tests run
-# (nsexec/ctest/gate_test.c, init_test.c). The same warnings as the cgo
-# build (spawn_linux.go's #cgo CFLAGS), as errors.
+# config, the user namespace child, the init's wire formats, the root plan's
+# parser and the root's steps), built with AddressSanitizer and UBSan, any
+# finding fatal, and its unit tests run (nsexec/ctest/gate_test.c,
+# init_test.c, root_test.c). The same warnings as the cgo build
+# (spawn_linux.go's #cgo CFLAGS), as errors.
 NSEXEC_C := $(filter-out %_test.c,$(wildcard nsexec/*_linux.c))
 CSAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-Wall -Wextra -Werror
@@ -165,6 +166,9 @@ csan:
 	bin/gate_test
 	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/init_test nsexec/ctest/init_test.c $(NSEXEC_C)
 	bin/init_test
+	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/root_test nsexec/ctest/root_test.c nsexec/root_linux.c nsexec/root_plan_linux.c \
+		nsexec/root_user_linux.c nsexec/root_glob_linux.c nsexec/root_landlock_linux.c
+	bin/root_test
 
 # Every Fuzz target, one at a time (go test -fuzz takes one per run), each
 # for FUZZTIME; not part of `make test` (their seed corpora, f.Add and

@@ -14,19 +14,34 @@
 
 #include "root_impl_linux.h"
 
+// grow makes room for n more bytes in l.
+static int grow(struct ward_strs *l, size_t n) {
+	if (l->len + n <= l->cap) return 0;
+	size_t cap = l->cap ? l->cap : 1 << 16;
+	while (cap < l->len + n) cap *= 2;
+	void *p = l->p ? mremap(l->p, l->cap, cap, MREMAP_MAYMOVE) : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) return -ENOMEM;
+	l->p = p;
+	l->cap = cap;
+	return 0;
+}
+
 int ward_strs_add(struct ward_strs *l, const char *s, size_t n) {
-	if (l->len + n + 1 > l->cap) {
-		size_t cap = l->cap ? l->cap : 1 << 16;
-		while (cap < l->len + n + 1) cap *= 2;
-		void *p = l->p ? mremap(l->p, l->cap, cap, MREMAP_MAYMOVE) : mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED) return -ENOMEM;
-		l->p = p;
-		l->cap = cap;
-	}
+	if (grow(l, n + 1)) return -ENOMEM;
 	memcpy(l->p + l->len, s, n);
 	l->p[l->len + n] = 0;
 	l->len += n + 1;
 	l->n++;
+	return 0;
+}
+
+// add_offset appends at to idx, an array of offsets (not strings): mmap'd
+// memory is page-aligned, so each is aligned.
+static int add_offset(struct ward_strs *idx, size_t at) {
+	if (grow(idx, sizeof(at))) return -ENOMEM;
+	memcpy(idx->p + idx->len, &at, sizeof(at));
+	idx->len += sizeof(at);
+	idx->n++;
 	return 0;
 }
 
@@ -263,13 +278,10 @@ static int read_names(int fd, struct ward_strs *names, struct ward_strs *idx) {
 			off += reclen;
 			if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
 			size_t at = names->len;
-			if (ward_strs_add(names, name, strlen(name)) || ward_strs_add(idx, (const char *)&at, sizeof(at))) return -ENOMEM;
+			if (ward_strs_add(names, name, strlen(name)) || add_offset(idx, at)) return -ENOMEM;
 		}
 	}
-	// idx holds each offset as a string of sizeof(size_t) bytes and a NUL.
-	size_t stride = sizeof(size_t) + 1, n = idx->n;
-	for (size_t i = 0; i < n; i++) memmove(idx->p + i * sizeof(size_t), idx->p + i * stride, sizeof(size_t));
-	sort_names((size_t *)(void *)idx->p, n, names->p);
+	if (idx->n) sort_names((size_t *)(void *)idx->p, idx->n, names->p);
 	return 0;
 }
 
@@ -316,7 +328,8 @@ static size_t split_dir(const char *p, size_t n, char *dir) {
 }
 
 int ward_glob(const char *pattern, struct ward_strs *out) {
-	size_t n = strlen(pattern), ends[WARD_ROOT_MAX_PATH];
+	size_t n = strlen(pattern);
+	uint16_t ends[WARD_ROOT_MAX_PATH]; // per level: where its file part starts and ends
 	char dir[WARD_ROOT_MAX_PATH];
 	struct str whole = {pattern, n};
 	if (n >= WARD_ROOT_MAX_PATH) return -EINVAL;
@@ -331,8 +344,8 @@ int ward_glob(const char *pattern, struct ward_strs *out) {
 	size_t levels = 0, cur = n;
 	for (;;) {
 		size_t file = split_dir(pattern, cur, dir);
-		ends[levels++] = file; // this level's file part is pattern[file:cur]
-		ends[levels++] = cur;
+		ends[levels++] = (uint16_t)file; // this level's file part is pattern[file:cur]
+		ends[levels++] = (uint16_t)cur;
 		if (!has_meta(dir, strlen(dir))) break;
 		cur = strlen(dir); // dir is pattern[:cur]
 		if (match((struct str){pattern, cur}, (struct str){"", 0}) < 0) return -EINVAL;

@@ -4,6 +4,7 @@
 #define WARD_ROOT_IMPL_LINUX_H
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 
 #include "root_linux.h"
@@ -28,9 +29,33 @@
 #ifndef SYS_landlock_add_rule
 #define SYS_landlock_add_rule 445
 #endif
+// Their flags, where <sys/mount.h> is older.
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x1
+#define MOUNT_ATTR_NOSUID 0x2
+#define MOUNT_ATTR_NODEV 0x4
+#define MOUNT_ATTR_NOEXEC 0x8
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define MOVE_MOUNT_T_EMPTY_PATH 0x40
+#endif
 
 // ward_root_fail fills out's what and path and returns err (positive).
 int ward_root_fail(struct ward_root_out *out, const char *what, const char *path, int err);
+
+// ward_root_setattr sets attrs (MOUNT_ATTR_*) on the mount at path beneath
+// dfd with flags (AT_RECURSIVE: the whole subtree): 0 or an errno.
+// ward_root_check_ro (when want) fails with EROFS a mount that is not
+// read-only: a flag that silently did not apply.
+int ward_root_setattr(int dfd, const char *path, unsigned flags, uint64_t attrs);
+int ward_root_check_ro(const char *path, int want, struct ward_root_out *out);
 
 // ward_root_mask hides dst (inside): an empty read-only tmpfs over a
 // directory, the sandbox's /dev/null over anything else; nothing when dst
@@ -55,7 +80,13 @@ int ward_glob(const char *pattern, struct ward_strs *out);
 int ward_eval_symlinks(const char *path, char *out, size_t size);
 size_t ward_clean(const char *in, size_t n, char *out);
 
-// The build-landlock step (root_landlock_linux.c).
+// The steps in files of their own: clone-user-paths (when any mount is a
+// CLONE) and mount-user-paths (root_user_linux.c), mask-denied
+// (root_glob_linux.c), build-landlock (root_landlock_linux.c).
+int ward_root_any_clone(const struct ward_root *r);
+int ward_root_clone_user_paths(const struct ward_root *r, struct ward_root_out *out);
+int ward_root_mount_user_paths(const struct ward_root *r, struct ward_root_out *out);
+int ward_root_mask_denied(const struct ward_root *r, struct ward_root_out *out);
 int ward_root_landlock(const struct ward_root *r, struct ward_root_out *out);
 
 #endif

@@ -24,7 +24,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -34,22 +33,6 @@
 
 #include "root_impl_linux.h"
 
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x1
-#define MOUNT_ATTR_NOSUID 0x2
-#define MOUNT_ATTR_NODEV 0x4
-#define MOUNT_ATTR_NOEXEC 0x8
-#endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
-#endif
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x4
-#define MOVE_MOUNT_T_EMPTY_PATH 0x40
-#endif
 #ifndef ST_RDONLY
 #define ST_RDONLY 1
 #endif
@@ -79,9 +62,7 @@ void ward_root_out_init(struct ward_root_out *out) {
 	out->upper_fd = out->landlock_fd = -1;
 }
 
-// setattr sets attrs on the mount at path (beneath dfd), with flags
-// (AT_RECURSIVE: the whole subtree): 0 or an errno.
-static int setattr(int dfd, const char *path, unsigned flags, uint64_t attrs) {
+int ward_root_setattr(int dfd, const char *path, unsigned flags, uint64_t attrs) {
 	struct ward_mount_attr a = {.attr_set = attrs};
 	return syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof(a)) < 0 ? errno : 0;
 }
@@ -128,8 +109,7 @@ static int mkdir_parent(const char *path, struct ward_root_out *out) {
 	return e ? ward_root_fail(out, "mkdir", dir, e) : 0;
 }
 
-// check_ro refuses a read-only flag that silently did not apply.
-static int check_ro(const char *path, int want, struct ward_root_out *out) {
+int ward_root_check_ro(const char *path, int want, struct ward_root_out *out) {
 	struct statfs st;
 	if (!want) return 0;
 	if (statfs(path, &st) < 0) return FAIL("statfs", path);
@@ -168,15 +148,15 @@ static int bind(const char *src, const char *dst, unsigned flags, struct ward_ro
 	if (!(flags & WARD_OP_DEV)) attrs |= MOUNT_ATTR_NODEV;
 	if (!(flags & WARD_OP_RW)) attrs |= MOUNT_ATTR_RDONLY;
 	if (flags & WARD_OP_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-	if ((e = setattr(AT_FDCWD, dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, attrs))) return ward_root_fail(out, "mount_setattr", dst, e);
-	return check_ro(dst, !(flags & WARD_OP_RW), out);
+	if ((e = ward_root_setattr(AT_FDCWD, dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, attrs))) return ward_root_fail(out, "mount_setattr", dst, e);
+	return ward_root_check_ro(dst, !(flags & WARD_OP_RW), out);
 }
 
 // seal makes the single mount at path read-only.
 static int seal(const char *path, struct ward_root_out *out) {
-	int e = setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY);
+	int e = ward_root_setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY);
 	if (e) return ward_root_fail(out, "mount_setattr ro", path, e);
-	return check_ro(path, 1, out);
+	return ward_root_check_ro(path, 1, out);
 }
 
 int ward_root_mask(const char *dst, struct ward_root_out *out) {
@@ -396,72 +376,6 @@ static int hide_overlay_layers(const struct ward_root *r, struct ward_root_out *
 	return 0;
 }
 
-// open_beneath opens path with openat2 beneath dfd, O_PATH, with resolve.
-static int open_beneath(int dfd, const char *path, uint64_t resolve) {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
-	return (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-}
-
-// clone_one clones m's source (at m->fd, an O_PATH fd the caller opened)
-// into a detached tree limited like the parent limits a clone, and puts it
-// at m->fd's number.
-static int clone_one(int old, const struct ward_root_mount *m, struct ward_root_out *out) {
-	// Opened again by its resolved path beneath the old root, refusing
-	// every symlink: it must be the very file the caller opened.
-	char clean[WARD_ROOT_MAX_PATH + 2];
-	ward_clean(m->src, strlen(m->src), clean);
-	const char *rel = clean[0] == '/' ? clean + 1 : clean;
-	int src = open_beneath(old, rel, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-	if (src < 0) return FAIL("open again (no symlinks allowed)", m->src);
-	struct stat want, got;
-	int e = fstat(m->fd, &want) < 0 || fstat(src, &got) < 0 ? errno : 0;
-	if (!e && (want.st_dev != got.st_dev || want.st_ino != got.st_ino)) e = ESTALE;
-	if (e) {
-		close(src);
-		return ward_root_fail(out, "check it is what the caller opened", m->src, e);
-	}
-	int tree = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-	e = errno;
-	close(src);
-	if (tree < 0) return ward_root_fail(out, "clone the mount of", m->src, e);
-	uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	if (!(m->flags & WARD_MOUNT_RW)) attrs |= MOUNT_ATTR_RDONLY;
-	if (m->flags & WARD_MOUNT_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-	if ((e = setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs))) {
-		close(tree);
-		return ward_root_fail(out, "limit the mount of", m->src, e);
-	}
-	e = dup3(tree, m->fd, O_CLOEXEC) < 0 ? errno : 0;
-	close(tree);
-	return e ? ward_root_fail(out, "dup the clone of", m->src, e) : 0;
-}
-
-// clone-user-paths makes each CLONE mount's detached tree while the host's
-// root is still reachable (an unprivileged caller could not: cloning a
-// mount needs CAP_SYS_ADMIN over its mount namespace, which the init has
-// over its own copy).
-static int clone_user_paths(const struct ward_root *r, struct ward_root_out *out) {
-	int old = open(WARD_OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (old < 0) return FAIL("open", WARD_OLD_ROOT);
-	struct ward_root_cursor c = ward_root_list(r, r->mounts);
-	struct ward_root_mount m;
-	int e = 0;
-	for (uint32_t i = 0; !e && i < r->nmounts; i++) {
-		if (ward_root_next_mount(&c, &m)) e = ward_root_fail(out, "plan", "", EINVAL);
-		else if (m.flags & WARD_MOUNT_CLONE) e = clone_one(old, &m, out);
-	}
-	close(old);
-	return e;
-}
-
-static int any_clone(const struct ward_root *r) {
-	struct ward_root_cursor c = ward_root_list(r, r->mounts);
-	struct ward_root_mount m;
-	for (uint32_t i = 0; i < r->nmounts; i++)
-		if (ward_root_next_mount(&c, &m) == 0 && (m.flags & WARD_MOUNT_CLONE)) return 1;
-	return 0;
-}
-
 // detach-host-root makes the host's root unreachable: lazily unmount it
 // (its mounts are locked together in a user namespace, so all at once) and
 // remove the empty mount point.
@@ -470,99 +384,6 @@ static int detach_host_root(const struct ward_root *r, struct ward_root_out *out
 	if (umount2(WARD_OLD_ROOT, MNT_DETACH) < 0) return FAIL("umount", WARD_OLD_ROOT);
 	if (rmdir(WARD_OLD_ROOT) < 0) return FAIL("rmdir", WARD_OLD_ROOT);
 	return 0;
-}
-
-// Every lookup of a user mount's target stays in the new root and refuses
-// any symlink: a link planted in a shared writable directory (by another
-// sandbox, while this one is being set up) cannot redirect a mount.
-// RESOLVE_NO_XDEV is left out: a component may be an existing mount point.
-#define TARGET_RESOLVE (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-
-// open_target creates dst (a directory, or an empty file) and its parents
-// beneath root, one component at a time, and returns an O_PATH fd of it
-// (or minus the errno, out filled in).
-static int open_target(int root, const char *dst, int dir, struct ward_root_out *out) {
-	char path[WARD_ROOT_MAX_PATH + 2];
-	ward_clean(dst, strlen(dst), path);
-	char *name = path[0] == '/' ? path + 1 : path;
-	int cur = dup(root);
-	if (cur < 0) return -ward_root_fail(out, "dup", "/", errno);
-	for (;;) {
-		char *slash = strchr(name, '/');
-		int last = slash == NULL, e = 0;
-		if (slash) *slash = 0;
-		int fd = open_beneath(cur, name, TARGET_RESOLVE);
-		if (fd < 0 && errno == ENOENT) {
-			if (!last || dir) {
-				if (mkdirat(cur, name, 0755) < 0) e = errno;
-			} else {
-				int f = openat(cur, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0444);
-				if (f < 0) e = errno;
-				else close(f);
-			}
-			if (e && e != EEXIST) {
-				close(cur);
-				return -ward_root_fail(out, "create mount point", dst, e);
-			}
-			fd = open_beneath(cur, name, TARGET_RESOLVE);
-		}
-		e = errno;
-		close(cur);
-		if (fd < 0) return -ward_root_fail(out, "open mount point (no symlinks allowed)", dst, e);
-		if (last) return fd;
-		cur = fd;
-		name = slash + 1;
-	}
-}
-
-// hide_socket covers a unix socket with an empty read-only file: a socket
-// is a way out of any sandbox (docker.sock, dbus, X11). One gone or
-// replaced since the parent looked is left alone.
-static int hide_socket(const char *path, struct ward_root_out *out) {
-	struct stat st;
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode)) return 0;
-	if (mount("/dev/null", path, "", MS_BIND, "") < 0) return FAIL("hide socket", path);
-	int e = setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	return e ? ward_root_fail(out, "hide socket", path, e) : 0;
-}
-
-// mount_one attaches m at its target, checks it is read-only when it must
-// be, and hides the sockets found in it.
-static int mount_one(int root, const struct ward_root_mount *m, const char *end, struct ward_root_out *out) {
-	int target = open_target(root, m->dst, m->flags & WARD_MOUNT_DIR, out);
-	if (target < 0) return -target;
-	int e = syscall(SYS_move_mount, m->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? errno : 0;
-	close(target);
-	// ENOENT: the mount point was removed since it was made.
-	if (e) return ward_root_fail(out, "move_mount onto the mount point", m->dst, e);
-	if ((e = check_ro(m->dst, !(m->flags & WARD_MOUNT_RW), out))) return e;
-	struct ward_root_cursor c = {m->sockets, end};
-	for (uint32_t i = 0; i < m->nsockets; i++) {
-		const char *s;
-		char path[2 * WARD_ROOT_MAX_PATH + 2];
-		if (ward_root_next_str(&c, &s)) return ward_root_fail(out, "plan", m->dst, EINVAL);
-		snprintf(path, sizeof(path), "%s/%s", strcmp(m->dst, "/") ? m->dst : "", s);
-		char clean[sizeof(path) + 2];
-		ward_clean(path, strlen(path), clean);
-		if ((e = hide_socket(clean, out))) return e;
-	}
-	return 0;
-}
-
-// mount-user-paths attaches the user's mounts in order, after the host's
-// root is gone.
-static int mount_user_paths(const struct ward_root *r, struct ward_root_out *out) {
-	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0) return FAIL("open", "/");
-	struct ward_root_cursor c = ward_root_list(r, r->mounts);
-	struct ward_root_mount m;
-	int e = 0;
-	for (uint32_t i = 0; !e && i < r->nmounts; i++) {
-		if (ward_root_next_mount(&c, &m)) e = ward_root_fail(out, "plan", "", EINVAL);
-		else e = mount_one(root, &m, r->end, out);
-	}
-	close(root);
-	return e;
 }
 
 // seal-root makes the root tmpfs itself read-only; the scratch mounts on
@@ -620,10 +441,6 @@ static int give_root_to_user(const struct ward_root *r, struct ward_root_out *ou
 	return chown_tree(fd, path, 1, st.st_dev, r, out);
 }
 
-// mask-denied hides every visible path a deny pattern (Go's filepath.Glob
-// on paths inside) matches (root_glob_linux.c).
-int ward_root_mask_denied(const struct ward_root *r, struct ward_root_out *out);
-
 static int is_overlay(const struct ward_root *r) {
 	return (r->flags & WARD_ROOT_OVERLAY) != 0;
 }
@@ -647,9 +464,9 @@ const struct ward_root_step ward_root_steps[] = {
 	{"hide-overlay-layers", is_overlay, hide_overlay_layers},
 	// An unprivileged caller passes its sources themselves: they are
 	// cloned here, while the host's root is still reachable.
-	{"clone-user-paths", any_clone, clone_user_paths},
+	{"clone-user-paths", ward_root_any_clone, ward_root_clone_user_paths},
 	{"detach-host-root", NULL, detach_host_root},
-	{"mount-user-paths", have_mounts, mount_user_paths},
+	{"mount-user-paths", have_mounts, ward_root_mount_user_paths},
 	{"mask-denied", have_deny, ward_root_mask_denied},
 	{"seal-root", not_overlay, seal_root},
 	{"give-root-to-user", is_overlay, give_root_to_user},

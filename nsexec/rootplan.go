@@ -37,9 +37,9 @@ type rootPlan struct {
 }
 
 type rootOp struct {
-	Kind, Flags                     uint8
-	Mode                            uint32
-	SrcFD, UID, GID                 int32
+	Kind, Flags                   uint8
+	Mode                          uint32
+	SrcFD, UID, GID               int32
 	Src, Dst, Link, Data, Content string
 }
 
