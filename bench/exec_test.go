@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	ward.Init() // this test binary is the sandbox's init
+	ward.Init() // this test binary is the proxy relay (its constructor runs the init)
 	os.Exit(m.Run())
 }
 

@@ -20,7 +20,7 @@ type exitError struct {
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ward.Init() // a sandbox init never returns from here
+	ward.Init() // a sandbox's proxy relay never returns from here (the init itself is C, run before main)
 	os.Exit(run(os.Args[1:]))
 }
 
