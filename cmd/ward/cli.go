@@ -16,7 +16,28 @@ import (
 	"github.com/wardbox/ward/nsexec"
 )
 
-func newRootCmd() *cobra.Command {
+// commands are ward's commands, by the name that calls each, in the
+// order --help lists them.
+var commands = []struct {
+	name string
+	make func() *cobra.Command
+}{
+	{"run", newRunCmd}, {"version", newVersionCmd}, {"clean", newCleanCmd}, {"verify", newVerifyCmd},
+	{"profiles", newProfilesCmd}, {"start", newStartCmd}, {"supervise", newSuperviseCmd},
+	{"exec", newExecCmd}, {"ps", newPsCmd}, {"stop", newStopCmd},
+}
+
+// newRootCmd is the whole command tree.
+func newRootCmd() *cobra.Command { return newRootCmdFor(nil) }
+
+// newRootCmdFor is the command tree that args need. When args[0] names
+// one of ward's commands, the root holds that command alone: every start
+// of ward would otherwise build every command's flags (the settings
+// table's twice, for run and start) and cobra's completion command, to use
+// one. Anything else (no command, a flag first, help, completion, an
+// unknown name cobra may suggest a command for) gets the whole tree, so
+// that help, completion and errors are cobra's as before.
+func newRootCmdFor(args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ward",
 		Short:         "Run untrusted programs in a Linux sandbox",
@@ -24,8 +45,19 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(),
-		newStartCmd(), newSuperviseCmd(), newExecCmd(), newPsCmd(), newStopCmd())
+	if len(args) > 0 {
+		for _, c := range commands {
+			if c.name == args[0] {
+				root.AddCommand(c.make())
+				// Only the root's own help lists the completion command.
+				root.CompletionOptions.DisableDefaultCmd = true
+				return root
+			}
+		}
+	}
+	for _, c := range commands {
+		root.AddCommand(c.make())
+	}
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}

@@ -27,7 +27,7 @@ func main() {
 // run executes the command line and returns ward's exit status.
 func run(args []string) int {
 	useStateDir()
-	root := newRootCmd()
+	root := newRootCmdFor(args)
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee *exitError
