@@ -235,7 +235,9 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 }
 
 // runSandbox runs cfg, writes the report, prints what the user asked for
-// and returns ward's exit status as an *exitError.
+// and returns ward's exit status as an *exitError. The report, the meta
+// file and --json's output are written as soon as the result is known,
+// before the sandbox's cgroup is removed; ward exits once it is.
 func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -257,7 +259,23 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		defer file.Close()
 		*o.f = file
 	}
+	var status error
+	answered := false
+	cfg.OnResult = func(res *ward.Result, err error) {
+		answered = true
+		status = deliver(res, err, report, meta, f)
+	}
 	res, err := ward.Run(ctx, cfg)
+	if !answered {
+		status = deliver(res, err, report, meta, f)
+	}
+	return status
+}
+
+// deliver prints and writes what a run's result asks for (the setup
+// failure's message, the report and meta files, --json's output) and
+// returns ward's exit status for it.
+func deliver(res *ward.Result, err error, report, meta *os.File, f runFlags) error {
 	var ce *ward.ConfigError
 	if errors.As(err, &ce) {
 		return err
@@ -282,10 +300,17 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		if _, werr := report.Write(out); werr != nil {
 			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, werr)
 		}
+		// Closed now: a reader waiting for the file sees it whole at once.
+		if cerr := report.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, cerr)
+		}
 	}
 	if meta != nil {
 		if _, werr := meta.WriteString(res.IsolateMeta()); werr != nil {
 			fmt.Fprintf(os.Stderr, "ward: --meta=%s: %v\n", f.meta, werr)
+		}
+		if cerr := meta.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --meta=%s: %v\n", f.meta, cerr)
 		}
 	}
 	if f.json {
