@@ -96,7 +96,8 @@ print(f"Machine: {os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, {la
 
 print("## Start-up (hyperfine, no shell, median / min / max in ms)\n")
 print("The floor first: `/bin/true` (bare), a static C program that returns 0 (c-static), a Go hello-world (go-hello), "
-      "the same with one cgo call, linked as ward is, cgo and static glibc (cgo-hello), "
+      "the same with one cgo call, linked as ward is, cgo and static glibc (cgo-hello), and importing net/http as ward "
+      "does (cgo-http), "
       "`ward version` (ward's own start, no sandbox); then each sandbox running `/bin/true` "
       "(ward-limits: with `--memory-limit=256M --processes=64 --cpu-time-limit=10s`).\n")
 print("| command | median | min | max | ratio to bare | ratio to bwrap | ratio to runc |")
@@ -200,7 +201,10 @@ def own_start():
              f"({main_at:.2f} ms from the process's start to main's init, the tracing's own writes included); the largest: "
              + ", ".join(f"{k} {v * 1000:.0f} µs" for k, v in top) + ". "
              f"net/http and what it brings (crypto/tls, x509, http2's hpack, mime, compress) take {http * 1000:.0f} µs of "
-             "that, and the page faults of their tables: the egress proxy parses and forwards requests with "
+             "that, and more in page faults"
+             + (f" (cgo-http, cgo-hello importing net/http: {ms(st['cgo-http']) - ms(st['cgo-hello']):+.2f} ms a start)"
+                if "cgo-http" in st and "cgo-hello" in st else "")
+             + ": the egress proxy parses and forwards requests with "
              "`http.ReadRequest` and `Request.Write` (netns/proxy.go), and a package's initialisation runs in every start, "
              "whether the sandbox has a proxy or not. godbus (the rootless systemd scope) and x/net's dnsmessage (the "
              "proxy's DNS stub) are the same case, smaller.")

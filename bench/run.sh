@@ -29,12 +29,18 @@ fi
 # static glibc): what a Go program that uses C pays before its own code.
 printf 'int main(void) { return 0; }\n' > "$OUT/floor.c"
 gcc -O2 -static -o "$OUT/c-static" "$OUT/floor.c"
-mkdir -p "$OUT/gohello" "$OUT/cgohello"
+mkdir -p "$OUT/gohello"
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' > "$OUT/gohello/main.go"
 (cd "$OUT/gohello" && [ -f go.mod ] || go mod init gohello >/dev/null 2>&1; CGO_ENABLED=0 go build -o ../go-hello .)
-printf 'package main\n\n// static int zero(void) { return 0; }\nimport "C"\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello", C.zero()) }\n' > "$OUT/cgohello/main.go"
-(cd "$OUT/cgohello" && [ -f go.mod ] || go mod init cgohello >/dev/null 2>&1; CGO_ENABLED=1 go build -trimpath \
-	-ldflags '-s -w -linkmode external -extldflags "-static"' -o ../cgo-hello .)
+# cgo-http is cgo-hello importing net/http (ward's egress proxy does): what
+# that package and its tree cost a start, used or not.
+for v in cgo-hello:'' cgo-http:'import _ "net/http"'; do
+	name=${v%%:*}; mkdir -p "$OUT/src-$name"
+	printf 'package main\n\n// static int zero(void) { return 0; }\nimport "C"\n\nimport "fmt"\n\n%s\n\nfunc main() { fmt.Println("hello", C.zero()) }\n' \
+		"${v#*:}" > "$OUT/src-$name/main.go"
+	(cd "$OUT/src-$name" && { [ -f go.mod ] || go mod init "$name" >/dev/null 2>&1; } && CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo \
+		-ldflags '-s -w -linkmode external -extldflags "-static"' -o "../$name" .)
+done
 
 BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true"
 hf() { # name, json, commands...
@@ -50,7 +56,7 @@ trap 'userdel "$BENCH_USER" 2>/dev/null || true' EXIT
 BU=$(id -u "$BENCH_USER"); BG=$(id -g "$BENCH_USER")
 
 echo "== start-up: /bin/true"
-hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n cgo-hello "$OUT/cgo-hello" \
+hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n cgo-hello "$OUT/cgo-hello" -n cgo-http "$OUT/cgo-http" \
 	-n ward-version "$WARD version" \
 	-n bwrap "$BWRAP" -n ward "$WARD run -- /bin/true" \
 	-n ward-limits "$WARD run --memory-limit=256M --processes=64 --cpu-time-limit=10s -- /bin/true" \
