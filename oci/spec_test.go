@@ -234,6 +234,7 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 			s.Linux.Resources.BlockIO = &specs.LinuxBlockIO{}
 		}, "linux.resources.blockIO", true},
 		{"kernel memory", SpecOptions{}, func(s *specs.Spec) {
+			//lint:ignore SA1019 the deprecated field must be refused by name
 			s.Linux.Resources.Memory = &specs.LinuxMemory{Kernel: i64(1 << 20)}
 		}, "linux.resources.memory.kernel", true},
 		{"swap below limit", SpecOptions{}, func(s *specs.Spec) {
