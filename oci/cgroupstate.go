@@ -142,7 +142,7 @@ func (s *Store) removeCgroup(cg string) error {
 		}
 	}
 	for _, r := range roots {
-		if err := rmdirTree(filepath.Join(r, cg)); err != nil {
+		if err := rmdirTree(filepath.Join(r, cg), s.rmdir); err != nil {
 			return err
 		}
 	}
@@ -152,7 +152,7 @@ func (s *Store) removeCgroup(cg string) error {
 // rmdirTree removes the directories under dir deepest first, then dir,
 // with rmdir only (a cgroup's files go with it; anything else stays and is
 // an error).
-func rmdirTree(dir string) error {
+func rmdirTree(dir string, rmdir func(string) error) error {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -162,13 +162,13 @@ func rmdirTree(dir string) error {
 	}
 	for _, e := range ents {
 		if e.IsDir() {
-			if err := rmdirTree(filepath.Join(dir, e.Name())); err != nil {
+			if err := rmdirTree(filepath.Join(dir, e.Name()), rmdir); err != nil {
 				return err
 			}
 		}
 	}
 	for i := 0; ; i++ {
-		err := syscall.Rmdir(dir)
+		err := rmdir(dir)
 		if err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}

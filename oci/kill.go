@@ -56,26 +56,21 @@ func (s *Store) signalInit(st *State, sig unix.Signal) error {
 	return nil
 }
 
-// Delete removes a container: a stopped one at once; a created one after
-// killing its init (it never ran its program); a running or paused one
-// only with force, after SIGKILL to all its processes. Its cgroup and its
-// directory go; the init, reparented to the caller's subreaper, is reaped
-// there.
+// Delete removes a container as runc does: a stopped one at once; a
+// created one after killing its init (its program never ran); a running or
+// paused one only with force. With force every process left in its cgroup
+// is SIGKILLed first, even when the init is gone (without a PID namespace
+// of its own, its children outlive it). Then its cgroup and its directory
+// go; the init, reparented to the caller's subreaper, is reaped there.
 func (s *Store) Delete(st *State, force bool) error {
 	status := s.Status(st)
-	switch status {
-	case Stopped:
-	case Created:
+	switch {
+	case force || status == Created:
 		if err := s.killAndWait(st); err != nil {
 			return err
 		}
-	default:
-		if !force {
-			return fmt.Errorf("cannot delete container %s that is not stopped: %s", st.ID, status)
-		}
-		if err := s.killAndWait(st); err != nil {
-			return err
-		}
+	case status != Stopped:
+		return fmt.Errorf("cannot delete container %s that is not stopped: %s", st.ID, status)
 	}
 	if err := s.removeCgroup(st.CgroupPath); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
@@ -83,25 +78,46 @@ func (s *Store) Delete(st *State, force bool) error {
 	return s.Remove(st.ID)
 }
 
-// killAndWait SIGKILLs the container's processes, thaws a frozen cgroup
-// so that they can die, and waits (at most 10 s) for the init to exit.
+// killAndWait SIGKILLs the init and every process of the container's
+// cgroup, thaws a frozen cgroup so that they can die, and waits (at most
+// 10 s) for the init to exit.
 func (s *Store) killAndWait(st *State) error {
-	fd, err := unix.PidfdOpen(st.InitPid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return nil
+	fd := -1
+	if st.InitPid > 0 {
+		var err error
+		fd, err = unix.PidfdOpen(st.InitPid, 0)
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("%s: pidfd_open %d: %w", st.ID, st.InitPid, err)
+		}
+		if err != nil {
+			fd = -1
+		} else if !s.initAlive(st) {
+			unix.Close(fd) // the pid names another process now
+			fd = -1
+		}
+		if fd >= 0 {
+			defer unix.Close(fd)
+		}
 	}
+	if fd >= 0 {
+		if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("%s: SIGKILL to %d: %w", st.ID, st.InitPid, err)
+		}
+	}
+	pids, err := s.cgroupPids(st.CgroupPath)
 	if err != nil {
-		return fmt.Errorf("%s: pidfd_open %d: %w", st.ID, st.InitPid, err)
+		return fmt.Errorf("%s: the cgroup's processes: %w", st.ID, err)
 	}
-	defer unix.Close(fd)
-	if !s.initAlive(st) {
-		return nil
-	}
-	if err := s.Kill(st, unix.SIGKILL, true); err != nil && !errors.Is(err, ErrNotRunning) {
-		return err
+	for _, pid := range pids {
+		if pid != st.InitPid {
+			_ = unix.Kill(pid, unix.SIGKILL) // one that ended meanwhile is fine
+		}
 	}
 	if err := s.thaw(st.CgroupPath); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
+	}
+	if fd < 0 {
+		return nil
 	}
 	// The pidfd turns readable when the init exits (a zombie counts).
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}

@@ -162,3 +162,32 @@ func TestWritePidFile(t *testing.T) {
 		t.Error("pid 0 written")
 	}
 }
+
+// TestDeleteForceKillsLeftovers: with --force, what is left in the cgroup
+// of a stopped container (its init gone) is killed too.
+func TestDeleteForceKillsLeftovers(t *testing.T) {
+	s := testStore(t, true)
+	left := child(t)
+	st := stateOf(t, "c", 0)
+	st.CgroupPath = "/ward-oci/c"
+	if err := s.Create(st); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(s.cgroupRoot, st.CgroupPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	procs := filepath.Join(dir, "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(left.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(st, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := left.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the leftover ended with %v, want killed", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the cgroup is still there: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -110,14 +111,16 @@ func DefaultRoot(euid int, getenv func(string) string) string {
 // Store is the state root (--root): one directory per container.
 type Store struct {
 	Root string
-	// procRoot and cgroupRoot are /proc and /sys/fs/cgroup but in tests.
+	// procRoot and cgroupRoot are /proc and /sys/fs/cgroup, and rmdir
+	// syscall.Rmdir, but in tests.
 	procRoot   string
 	cgroupRoot string
+	rmdir      func(string) error
 }
 
 // NewStore is the store at root (not created until a container is).
 func NewStore(root string) *Store {
-	return &Store{Root: root, procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup"}
+	return &Store{Root: root, procRoot: "/proc", cgroupRoot: "/sys/fs/cgroup", rmdir: syscall.Rmdir}
 }
 
 // Dir is the container's directory (the exec fifo lives there too).

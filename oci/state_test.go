@@ -35,6 +35,20 @@ func testStore(t *testing.T, unified bool) *Store {
 	t.Helper()
 	s := NewStore(filepath.Join(t.TempDir(), "root"))
 	s.cgroupRoot = t.TempDir()
+	// A cgroup's files go with its directory; a fake one's must be
+	// removed with it.
+	s.rmdir = func(dir string) error {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				return syscall.ENOTEMPTY
+			}
+		}
+		return os.RemoveAll(dir)
+	}
 	if unified {
 		if err := os.WriteFile(filepath.Join(s.cgroupRoot, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644); err != nil {
 			t.Fatal(err)
