@@ -239,24 +239,3 @@ func TestOutput(t *testing.T) {
 		t.Errorf("stopped: pid %d status %s, want 0 and stopped", o.Pid, o.Status)
 	}
 }
-
-func TestParseProcStat(t *testing.T) {
-	tail := " 1 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 424242 1000 100"
-	for _, tt := range []struct {
-		in    string
-		state byte
-		start uint64
-		ok    bool
-	}{
-		{"123 (sleep) S" + tail, 'S', 424242, true},
-		{"123 (a) (b) Z) Z" + tail, 'Z', 424242, true},
-		{"123 (x y) R" + tail, 'R', 424242, true},
-		{"123 sleep S" + tail, 0, 0, false},
-		{"123 (sleep) S 1 2", 0, 0, false},
-	} {
-		ps, err := parseProcStat([]byte(tt.in))
-		if (err == nil) != tt.ok || ps.State != tt.state || ps.StartTime != tt.start {
-			t.Errorf("parseProcStat(%q) = %+v, %v", tt.in, ps, err)
-		}
-	}
-}
