@@ -126,16 +126,25 @@ func ReadSpec(bundle string) (*specs.Spec, error) {
 }
 
 func parseSpec(b []byte, name string) (*specs.Spec, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var s specs.Spec
-	if err := dec.Decode(&s); err != nil {
+	if err := DecodeStrict(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s: trailing data after the object", name)
-	}
 	return &s, nil
+}
+
+// DecodeStrict decodes one JSON value into v; a field v does not have,
+// or anything after the value, is an error.
+func DecodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the object")
+	}
+	return nil
 }
 
 // Spec turns config.json into the Container ward would set up, or the
