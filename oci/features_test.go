@@ -39,7 +39,7 @@ func TestFeatures(t *testing.T) {
 		t.Errorf("archs %v lack x86_64", f.Linux.Seccomp.Archs)
 	}
 	for _, n := range NamespaceTypes() {
-		if _, ok := namespaceFlags[n]; !ok {
+		if _, ok := namespaceFlags()[n]; !ok {
 			t.Errorf("namespace %s listed but not read", n)
 		}
 	}

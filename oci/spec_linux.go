@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -36,11 +37,14 @@ type Device struct {
 }
 
 // namespaceFlags are the namespace types runtime-spec names.
-var namespaceFlags = map[string]uintptr{
-	"pid": unix.CLONE_NEWPID, "network": unix.CLONE_NEWNET, "mount": unix.CLONE_NEWNS,
-	"ipc": unix.CLONE_NEWIPC, "uts": unix.CLONE_NEWUTS, "user": unix.CLONE_NEWUSER,
-	"cgroup": unix.CLONE_NEWCGROUP, "time": unix.CLONE_NEWTIME,
-}
+// (built on first use: a map literal here would cost every start of ward)
+var namespaceFlags = sync.OnceValue(func() map[string]uintptr {
+	return map[string]uintptr{
+		"pid": unix.CLONE_NEWPID, "network": unix.CLONE_NEWNET, "mount": unix.CLONE_NEWNS,
+		"ipc": unix.CLONE_NEWIPC, "uts": unix.CLONE_NEWUTS, "user": unix.CLONE_NEWUSER,
+		"cgroup": unix.CLONE_NEWCGROUP, "time": unix.CLONE_NEWTIME,
+	}
+})
 
 // NamespaceTypes are the namespace types ward knows (for features).
 func NamespaceTypes() []string {
@@ -87,7 +91,7 @@ func specLinux(c *Container, l *specs.Linux, o SpecOptions) error {
 		return err
 	}
 	if l.RootfsPropagation != "" {
-		p, ok := propagations[l.RootfsPropagation]
+		p, ok := propagations()[l.RootfsPropagation]
 		if !ok {
 			return invalid("linux.rootfsPropagation", "unknown propagation %q", l.RootfsPropagation)
 		}
@@ -113,7 +117,7 @@ func specLinux(c *Container, l *specs.Linux, o SpecOptions) error {
 func specNamespaces(c *Container, l *specs.Linux, o SpecOptions) error {
 	for i, ns := range l.Namespaces {
 		field := fmt.Sprintf("linux.namespaces[%d]", i)
-		flag, ok := namespaceFlags[string(ns.Type)]
+		flag, ok := namespaceFlags()[string(ns.Type)]
 		if !ok {
 			return invalid(field+".type", "unknown namespace type %q", ns.Type)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -47,34 +48,40 @@ type mountFlag struct {
 }
 
 // mountFlags are runc's mount options that are MS_* flags.
-var mountFlags = map[string]mountFlag{
-	"acl": {false, unix.MS_POSIXACL}, "noacl": {true, unix.MS_POSIXACL},
-	"async": {true, unix.MS_SYNCHRONOUS}, "sync": {false, unix.MS_SYNCHRONOUS},
-	"atime": {true, unix.MS_NOATIME}, "noatime": {false, unix.MS_NOATIME},
-	"defaults": {false, 0},
-	"dev":      {true, unix.MS_NODEV}, "nodev": {false, unix.MS_NODEV},
-	"diratime": {true, unix.MS_NODIRATIME}, "nodiratime": {false, unix.MS_NODIRATIME},
-	"dirsync": {false, unix.MS_DIRSYNC},
-	"exec":    {true, unix.MS_NOEXEC}, "noexec": {false, unix.MS_NOEXEC},
-	"iversion": {false, unix.MS_I_VERSION}, "noiversion": {true, unix.MS_I_VERSION},
-	"lazytime": {false, unix.MS_LAZYTIME}, "nolazytime": {true, unix.MS_LAZYTIME},
-	"loud": {true, unix.MS_SILENT}, "silent": {false, unix.MS_SILENT},
-	"mand": {false, unix.MS_MANDLOCK}, "nomand": {true, unix.MS_MANDLOCK},
-	"relatime": {false, unix.MS_RELATIME}, "norelatime": {true, unix.MS_RELATIME},
-	"strictatime": {false, unix.MS_STRICTATIME}, "nostrictatime": {true, unix.MS_STRICTATIME},
-	"suid": {true, unix.MS_NOSUID}, "nosuid": {false, unix.MS_NOSUID},
-	"symfollow": {true, unix.MS_NOSYMFOLLOW}, "nosymfollow": {false, unix.MS_NOSYMFOLLOW},
-	"ro": {false, unix.MS_RDONLY}, "rw": {true, unix.MS_RDONLY},
-	"remount": {false, unix.MS_REMOUNT},
-}
+// (built on first use: a map literal here would cost every start of ward)
+var mountFlags = sync.OnceValue(func() map[string]mountFlag {
+	return map[string]mountFlag{
+		"acl": {false, unix.MS_POSIXACL}, "noacl": {true, unix.MS_POSIXACL},
+		"async": {true, unix.MS_SYNCHRONOUS}, "sync": {false, unix.MS_SYNCHRONOUS},
+		"atime": {true, unix.MS_NOATIME}, "noatime": {false, unix.MS_NOATIME},
+		"defaults": {false, 0},
+		"dev":      {true, unix.MS_NODEV}, "nodev": {false, unix.MS_NODEV},
+		"diratime": {true, unix.MS_NODIRATIME}, "nodiratime": {false, unix.MS_NODIRATIME},
+		"dirsync": {false, unix.MS_DIRSYNC},
+		"exec":    {true, unix.MS_NOEXEC}, "noexec": {false, unix.MS_NOEXEC},
+		"iversion": {false, unix.MS_I_VERSION}, "noiversion": {true, unix.MS_I_VERSION},
+		"lazytime": {false, unix.MS_LAZYTIME}, "nolazytime": {true, unix.MS_LAZYTIME},
+		"loud": {true, unix.MS_SILENT}, "silent": {false, unix.MS_SILENT},
+		"mand": {false, unix.MS_MANDLOCK}, "nomand": {true, unix.MS_MANDLOCK},
+		"relatime": {false, unix.MS_RELATIME}, "norelatime": {true, unix.MS_RELATIME},
+		"strictatime": {false, unix.MS_STRICTATIME}, "nostrictatime": {true, unix.MS_STRICTATIME},
+		"suid": {true, unix.MS_NOSUID}, "nosuid": {false, unix.MS_NOSUID},
+		"symfollow": {true, unix.MS_NOSYMFOLLOW}, "nosymfollow": {false, unix.MS_NOSYMFOLLOW},
+		"ro": {false, unix.MS_RDONLY}, "rw": {true, unix.MS_RDONLY},
+		"remount": {false, unix.MS_REMOUNT},
+	}
+})
 
 // propagations are the propagation options.
-var propagations = map[string]uintptr{
-	"private": unix.MS_PRIVATE, "rprivate": unix.MS_PRIVATE | unix.MS_REC,
-	"shared": unix.MS_SHARED, "rshared": unix.MS_SHARED | unix.MS_REC,
-	"slave": unix.MS_SLAVE, "rslave": unix.MS_SLAVE | unix.MS_REC,
-	"unbindable": unix.MS_UNBINDABLE, "runbindable": unix.MS_UNBINDABLE | unix.MS_REC,
-}
+// (built on first use: a map literal here would cost every start of ward)
+var propagations = sync.OnceValue(func() map[string]uintptr {
+	return map[string]uintptr{
+		"private": unix.MS_PRIVATE, "rprivate": unix.MS_PRIVATE | unix.MS_REC,
+		"shared": unix.MS_SHARED, "rshared": unix.MS_SHARED | unix.MS_REC,
+		"slave": unix.MS_SLAVE, "rslave": unix.MS_SLAVE | unix.MS_REC,
+		"unbindable": unix.MS_UNBINDABLE, "runbindable": unix.MS_UNBINDABLE | unix.MS_REC,
+	}
+})
 
 type mountAttr struct {
 	clear bool
@@ -82,29 +89,32 @@ type mountAttr struct {
 }
 
 // mountAttrs are the recursive options, set through mount_setattr.
-var mountAttrs = map[string]mountAttr{
-	"rro": {false, unix.MOUNT_ATTR_RDONLY}, "rrw": {true, unix.MOUNT_ATTR_RDONLY},
-	"rnosuid": {false, unix.MOUNT_ATTR_NOSUID}, "rsuid": {true, unix.MOUNT_ATTR_NOSUID},
-	"rnodev": {false, unix.MOUNT_ATTR_NODEV}, "rdev": {true, unix.MOUNT_ATTR_NODEV},
-	"rnoexec": {false, unix.MOUNT_ATTR_NOEXEC}, "rexec": {true, unix.MOUNT_ATTR_NOEXEC},
-	"rnodiratime": {false, unix.MOUNT_ATTR_NODIRATIME}, "rdiratime": {true, unix.MOUNT_ATTR_NODIRATIME},
-	"rrelatime": {false, unix.MOUNT_ATTR_RELATIME}, "rnorelatime": {true, unix.MOUNT_ATTR_RELATIME},
-	"rnoatime": {false, unix.MOUNT_ATTR_NOATIME}, "ratime": {true, unix.MOUNT_ATTR_NOATIME},
-	"rstrictatime": {false, unix.MOUNT_ATTR_STRICTATIME}, "rnostrictatime": {true, unix.MOUNT_ATTR_STRICTATIME},
-	"rnosymfollow": {false, unix.MOUNT_ATTR_NOSYMFOLLOW}, "rsymfollow": {true, unix.MOUNT_ATTR_NOSYMFOLLOW},
-}
+// (built on first use: a map literal here would cost every start of ward)
+var mountAttrs = sync.OnceValue(func() map[string]mountAttr {
+	return map[string]mountAttr{
+		"rro": {false, unix.MOUNT_ATTR_RDONLY}, "rrw": {true, unix.MOUNT_ATTR_RDONLY},
+		"rnosuid": {false, unix.MOUNT_ATTR_NOSUID}, "rsuid": {true, unix.MOUNT_ATTR_NOSUID},
+		"rnodev": {false, unix.MOUNT_ATTR_NODEV}, "rdev": {true, unix.MOUNT_ATTR_NODEV},
+		"rnoexec": {false, unix.MOUNT_ATTR_NOEXEC}, "rexec": {true, unix.MOUNT_ATTR_NOEXEC},
+		"rnodiratime": {false, unix.MOUNT_ATTR_NODIRATIME}, "rdiratime": {true, unix.MOUNT_ATTR_NODIRATIME},
+		"rrelatime": {false, unix.MOUNT_ATTR_RELATIME}, "rnorelatime": {true, unix.MOUNT_ATTR_RELATIME},
+		"rnoatime": {false, unix.MOUNT_ATTR_NOATIME}, "ratime": {true, unix.MOUNT_ATTR_NOATIME},
+		"rstrictatime": {false, unix.MOUNT_ATTR_STRICTATIME}, "rnostrictatime": {true, unix.MOUNT_ATTR_STRICTATIME},
+		"rnosymfollow": {false, unix.MOUNT_ATTR_NOSYMFOLLOW}, "rsymfollow": {true, unix.MOUNT_ATTR_NOSYMFOLLOW},
+	}
+})
 
 // MountOptions are the options ward reads itself (any other goes to the
 // file system as data), sorted: the features command lists them.
 func MountOptions() []string {
 	var out []string
-	for k := range mountFlags {
+	for k := range mountFlags() {
 		out = append(out, k)
 	}
-	for k := range propagations {
+	for k := range propagations() {
 		out = append(out, k)
 	}
-	for k := range mountAttrs {
+	for k := range mountAttrs() {
 		out = append(out, k)
 	}
 	out = append(out, "bind", "rbind", "tmpcopyup")
@@ -151,7 +161,7 @@ func specMounts(ms []specs.Mount, bundle string) ([]Mount, error) {
 }
 
 func mountOption(m *Mount, o string) error {
-	if f, ok := mountFlags[o]; ok {
+	if f, ok := mountFlags()[o]; ok {
 		if f.clear {
 			m.Flags &^= f.flag
 			m.ClearFlags |= f.flag
@@ -161,11 +171,11 @@ func mountOption(m *Mount, o string) error {
 		}
 		return nil
 	}
-	if p, ok := propagations[o]; ok {
+	if p, ok := propagations()[o]; ok {
 		m.Propagation = append(m.Propagation, p)
 		return nil
 	}
-	if a, ok := mountAttrs[o]; ok {
+	if a, ok := mountAttrs()[o]; ok {
 		if a.clear {
 			m.AttrClr |= a.attr
 			m.AttrSet &^= a.attr

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -53,11 +54,16 @@ type DeviceRule struct {
 	Access string
 }
 
+// The patterns are compiled on first use, not at every start of ward.
 var (
-	cpusetList = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
-	pageSize   = regexp.MustCompile(`^[0-9]+[KMG]B$`)
-	unifiedKey = regexp.MustCompile(`^[a-z_]+\.[a-z_.]+$`)
+	cpusetList = lazyRegexp(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+	pageSize   = lazyRegexp(`^[0-9]+[KMG]B$`)
+	unifiedKey = lazyRegexp(`^[a-z_]+\.[a-z_.]+$`)
 )
+
+func lazyRegexp(p string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(p) })
+}
 
 func specResources(r *specs.LinuxResources) (Resources, error) {
 	var out Resources
@@ -83,13 +89,13 @@ func specResources(r *specs.LinuxResources) (Resources, error) {
 		out.PidsLimit = r.Pids.Limit
 	}
 	for i, h := range r.HugepageLimits {
-		if !pageSize.MatchString(h.Pagesize) {
+		if !pageSize().MatchString(h.Pagesize) {
 			return out, invalid(fmt.Sprintf("linux.resources.hugepageLimits[%d].pageSize", i), "%q: want a size such as 2MB or 1GB", h.Pagesize)
 		}
 		out.HugepageLimits = append(out.HugepageLimits, HugepageLimit{PageSize: h.Pagesize, Limit: h.Limit})
 	}
 	for k, v := range r.Unified {
-		if !unifiedKey.MatchString(k) || strings.HasPrefix(k, "cgroup.") {
+		if !unifiedKey().MatchString(k) || strings.HasPrefix(k, "cgroup.") {
 			return out, invalid("linux.resources.unified."+k, "not a controller's file of the container's cgroup")
 		}
 		if strings.ContainsRune(v, '\n') {
@@ -156,7 +162,7 @@ func specCPU(out *Resources, c *specs.LinuxCPU) error {
 		return invalid("linux.resources.cpu.period", "%d: want 1000 to 1000000 (µs)", *c.Period)
 	}
 	for _, v := range []struct{ name, s string }{{"cpus", c.Cpus}, {"mems", c.Mems}} {
-		if v.s != "" && !cpusetList.MatchString(v.s) {
+		if v.s != "" && !cpusetList().MatchString(v.s) {
 			return invalid("linux.resources.cpu."+v.name, "%q: want a list such as 0-3,5", v.s)
 		}
 	}

@@ -41,7 +41,7 @@ func dropNamespace(s *specs.Spec, t specs.LinuxNamespaceType) {
 func capMask(names ...string) uint64 {
 	var m uint64
 	for _, n := range names {
-		m |= 1 << capabilities[n]
+		m |= 1 << capabilities()[n]
 	}
 	return m
 }

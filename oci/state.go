@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -88,11 +87,11 @@ type StateOutput struct {
 }
 
 // idPattern is runc's: letters, digits, _ + - and dots, but not "." or "..".
-var idPattern = regexp.MustCompile(`^[\w+\-.]+$`)
+var idPattern = lazyRegexp(`^[\w+\-.]+$`)
 
 // ValidateID refuses an id that could name something outside the root.
 func ValidateID(id string) error {
-	if !idPattern.MatchString(id) || id == "." || id == ".." || len(id) > 1024 {
+	if !idPattern().MatchString(id) || id == "." || id == ".." || len(id) > 1024 {
 		return fmt.Errorf("invalid container id %q: want letters, digits and _+-. only", id)
 	}
 	return nil

@@ -50,6 +50,7 @@ type env struct {
 	// once, as a log line, as runc does.
 	logToStderr bool
 	logFile     *os.File
+	version     bool
 }
 
 // Main runs ward-oci with args (without argv[0]) and returns the exit
@@ -95,7 +96,6 @@ func (e *env) command() *cobra.Command {
 		Long: `ward-oci runs containers from OCI bundles (a directory with config.json and
 a root file system) with runc's command line, so that containerd, CRI-O, podman
 and Kubernetes can use ward as their low-level runtime. See docs/oci.md.`,
-		Version:           e.info.Version,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -104,6 +104,10 @@ and Kubernetes can use ward as their low-level runtime. See docs/oci.md.`,
 		TraverseChildren: true,
 		Args:             cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if e.version {
+				_, err := io.WriteString(e.stdout, e.versionText())
+				return err
+			}
 			if len(args) > 0 {
 				return fmt.Errorf("unknown command %q for \"ward-oci\"", args[0])
 			}
@@ -116,7 +120,10 @@ and Kubernetes can use ward as their low-level runtime. See docs/oci.md.`,
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
-	root.SetVersionTemplate(e.versionText())
+	// --version is a flag of ward-oci's own, not cobra's: cobra's needs
+	// text/template, which would make the whole binary larger (its use of
+	// reflection keeps the linker from dropping unused methods).
+	root.Flags().BoolVarP(&e.version, "version", "v", false, "print the version")
 	fl := root.PersistentFlags()
 	fl.StringVar(&e.g.root, "root", oci.DefaultRoot(e.euid, e.getenv), "root directory for storage of container state (this should be located in tmpfs)")
 	fl.StringVar(&e.g.log, "log", "", "set the log file to write ward-oci logs to (default is '/dev/stderr')")
