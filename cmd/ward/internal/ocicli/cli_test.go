@@ -14,6 +14,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/opencontainers/runtime-spec/specs-go/features"
+	"github.com/spf13/pflag"
 
 	"github.com/wardbox/ward/oci"
 )
@@ -410,5 +411,36 @@ func TestLifecycleFlags(t *testing.T) {
 	}
 	if list, _ := oci.NewStore(root).List(); len(list) != 2 {
 		t.Errorf("containers under the root: %d, want the 2 the test made", len(list))
+	}
+}
+
+// TestEveryFlagIsInTheDoc: docs/oci.md names every command and every flag
+// of ward-oci, so the page cannot fall behind the binary.
+func TestEveryFlagIsInTheDoc(t *testing.T) {
+	b, err := os.ReadFile("../../../../docs/oci.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	e := &env{getenv: func(string) string { return "" }}
+	root := e.command()
+	check := func(cmd string, f *pflag.Flag) {
+		if f.Hidden && f.Name != "criu" || f.Name == "help" {
+			return
+		}
+		if !strings.Contains(doc, "`--"+f.Name) {
+			t.Errorf("docs/oci.md does not name --%s (%s)", f.Name, cmd)
+		}
+	}
+	root.Flags().VisitAll(func(f *pflag.Flag) { check("global", f) })
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { check("global", f) })
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(doc, "`"+c.Name()) {
+			t.Errorf("docs/oci.md does not name the command %s", c.Name())
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) { check(c.Name(), f) })
 	}
 }
