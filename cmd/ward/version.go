@@ -27,17 +27,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print ward's version, commit, Go and libseccomp versions, and the kernel features found",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			commit := commit
-			if bi, ok := debug.ReadBuildInfo(); ok && commit == "" {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						commit = s.Value
-					}
-				}
-			}
-			if commit == "" {
-				commit = "unknown"
-			}
+			commit := buildCommit()
 			var u unix.Utsname
 			_ = unix.Uname(&u)
 			w := cmd.OutOrStdout()
@@ -66,6 +56,22 @@ func readSmall(path string) ([]byte, error) {
 		return nil, err
 	}
 	return b[:n], nil
+}
+
+// buildCommit is the commit this binary was built from: the Makefile's,
+// else Go's build info, else "unknown".
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
 }
 
 func userNamespaces() string {
