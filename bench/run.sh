@@ -34,7 +34,7 @@ printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' 
 (cd "$OUT/gohello" && [ -f go.mod ] || go mod init gohello >/dev/null 2>&1; CGO_ENABLED=0 go build -o ../go-hello .)
 # cgo-http is cgo-hello importing net/http (ward's egress proxy does): what
 # that package and its tree cost a start, used or not.
-for v in cgo-hello:'' cgo-http:'import _ "net/http"'; do
+for v in cgo-hello:'import _ "os"' cgo-http:'import _ "net/http"'; do
 	name=${v%%:*}; mkdir -p "$OUT/src-$name"
 	printf 'package main\n\n// static int zero(void) { return 0; }\nimport "C"\n\nimport "fmt"\n\n%s\n\nfunc main() { fmt.Println("hello", C.zero()) }\n' \
 		"${v#*:}" > "$OUT/src-$name/main.go"
