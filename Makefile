@@ -44,6 +44,7 @@ deps: .deps-stamp
 
 build: deps
 	CGO_ENABLED=1 $(GO) build $(BUILD_FLAGS) -o bin/ward ./cmd/ward
+	ln -sf ward bin/ward-oci
 
 demo: build
 	@echo "== examples/hello.py in the default sandbox (5 s limit) =="
@@ -107,6 +108,7 @@ install: build man completions
 	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' \
 		'$(DESTDIR)$(BASHCOMPDIR)' '$(DESTDIR)$(ZSHCOMPDIR)' '$(DESTDIR)$(FISHCOMPDIR)'
 	install -m 0755 bin/ward '$(DESTDIR)$(BINDIR)/ward'
+	ln -sf ward '$(DESTDIR)$(BINDIR)/ward-oci'
 	install -m 0644 bin/man/*.1 '$(DESTDIR)$(MANDIR)/man1/'
 	install -m 0644 bin/completions/ward.bash '$(DESTDIR)$(BASHCOMPDIR)/ward'
 	install -m 0644 bin/completions/_ward '$(DESTDIR)$(ZSHCOMPDIR)/_ward'
@@ -138,7 +140,7 @@ uninstall:
 		[ -d /sys/kernel/security/apparmor ] && grep -q '^ward (' /sys/kernel/security/apparmor/profiles 2>/dev/null; then \
 		if apparmor_parser -R "$$f"; then echo "AppArmor: profile ward unloaded"; else echo "AppArmor: could not unload profile ward"; fi; \
 	fi
-	rm -f '$(DESTDIR)$(BINDIR)/ward' \
+	rm -f '$(DESTDIR)$(BINDIR)/ward' '$(DESTDIR)$(BINDIR)/ward-oci' \
 		'$(DESTDIR)$(MANDIR)/man1/ward.1' '$(DESTDIR)$(MANDIR)/man1/'ward-*.1 \
 		'$(DESTDIR)$(BASHCOMPDIR)/ward' '$(DESTDIR)$(ZSHCOMPDIR)/_ward' \
 		'$(DESTDIR)$(FISHCOMPDIR)/ward.fish' '$(DESTDIR)$(APPARMORDIR)/ward'

@@ -249,6 +249,14 @@ type Config struct {
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
 	// SIGUSR2 received by this process to the program while it runs.
 	ForwardSignals bool
+	// OnResult, if set, is called once by Run with the Result and error
+	// Run is about to return, as soon as they are known: for a program
+	// that ran, once every process of its sandbox is gone, its figures
+	// read, and lent directories given back, but before its cgroup is
+	// removed and the rest released, which Run does before it returns.
+	// A caller hands the result on from here without waiting for that
+	// teardown (the CLI writes its report and output from it).
+	OnResult func(*Result, error) `json:"-"`
 }
 
 // Scratch is the size of one scratch tmpfs: Size bytes (0: the default)

@@ -224,11 +224,13 @@ func (b *building) openUserPaths() error {
 	cfg, spec, opened := b.cfg, b.spec, b.opened
 	// The give-back is registered before anything is lent: whichever step
 	// fails from here on, a lent directory goes back to its owner.
-	b.l.undo = append(b.l.undo, func() {
+	giveBack := func() {
 		if err := opened.giveBack(); err != nil && cfg.LogWriter != nil {
 			fmt.Fprintf(cfg.LogWriter, "ward: %v\n", err)
 		}
-	})
+	}
+	b.l.undo = append(b.l.undo, giveBack)
+	b.l.giveBacks = append(b.l.giveBacks, giveBack)
 	if err := opened.open(b.mounts, cfg.AllowSockets, b.files.Next()); err != nil {
 		return err
 	}

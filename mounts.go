@@ -224,7 +224,7 @@ func (o *openedMounts) openOne(m hostMount, src *os.File, allowSockets bool, fd 
 // passSource hands an unprivileged caller's source to the init as it is
 // (an O_PATH fd): cloning a host mount needs privileges this process does
 // not have, the init has them over its own copy of the mount namespace and
-// clones it there (fs.CloneUserPaths). No idmapping is needed: the single
+// clones it there (clone-user-paths, nsexec/root_user_linux.c). No idmapping is needed: the single
 // mapping makes the sandbox user the caller. The socket walk goes over the
 // source itself.
 func (o *openedMounts) passSource(m hostMount, src *os.File, st *unix.Stat_t, allowSockets bool, fd int) error {

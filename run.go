@@ -55,6 +55,18 @@ type launched struct {
 	sigs           chan os.Signal
 	spec           *nsexec.Spec
 	undo           []func()
+	// giveBacks give lent directories back to their owners (also in
+	// undo): done before the result is handed out, since the result says
+	// the caller's files are the caller's again.
+	giveBacks []func()
+}
+
+// giveBack gives the lent directories back now (each give-back is done
+// once: undo's call later finds nothing left to give).
+func (l *launched) giveBack() {
+	for _, f := range l.giveBacks {
+		f()
+	}
 }
 
 func (l *launched) close() {
@@ -68,7 +80,8 @@ func (l *launched) close() {
 // *ConfigError for an invalid cfg (nothing started), a *SetupError when the
 // sandbox could not be built (the Result says setup_error), and ctx.Err()
 // when ctx ended the run. A program that failed, timed out or could not be
-// executed is a Result with a nil error.
+// executed is a Result with a nil error. cfg.OnResult, if set, gets the
+// same Result and error before the sandbox's teardown; Run returns after it.
 //
 // With cfg.AuditLog, the log is opened before anything is built (a
 // *SetupError of step "audit-log" if it cannot be, and nothing runs) and
@@ -76,34 +89,46 @@ func (l *launched) close() {
 // cfg); a line that cannot be written is an *AuditError returned with the
 // Result.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	done := func(res *Result, err error) (*Result, error) {
+		if cfg.OnResult != nil {
+			cfg.OnResult(res, err)
+		}
+		return res, err
+	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return done(nil, err)
 	}
 	if cfg.AuditLog == "" {
-		return runOnce(ctx, cfg)
+		return runOnce(ctx, cfg, done)
 	}
 	started := time.Now()
 	full := cfg.withDefaults()
 	audit, err := openAuditLog(auditPath(full))
 	if err != nil {
 		err = failSetupErr(newResult(full), err)
-		return failedResult(err), err
+		return done(failedResult(err), err)
 	}
 	defer audit.close()
-	res, err := runOnce(ctx, cfg)
-	var ce *ConfigError
-	if errors.As(err, &ce) {
-		return res, err // bad input: nothing ran, no line
-	}
-	e := auditEntry{kind: AuditRun, cfg: full, sandbox: sandboxLabel(full), argv: full.Args, workdir: full.Workdir,
-		caller: full.Caller, started: started, res: res, err: err, limits: newResult(full).Limits}
-	if werr := audit.write(e.record()); werr != nil {
-		return res, errors.Join(err, werr)
-	}
-	return res, err
+	return runOnce(ctx, cfg, func(res *Result, err error) (*Result, error) {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return done(res, err) // bad input: nothing ran, no line
+		}
+		e := auditEntry{kind: AuditRun, cfg: full, sandbox: sandboxLabel(full), argv: full.Args, workdir: full.Workdir,
+			caller: full.Caller, started: started, res: res, err: err, limits: newResult(full).Limits}
+		if werr := audit.write(e.record()); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		return done(res, err)
+	})
 }
 
-func runOnce(ctx context.Context, cfg Config) (*Result, error) {
+// runOnce runs cfg and hands its result to done as soon as the result is
+// complete: the program's PID namespace is gone (the init reaped, so no
+// process of the sandbox is left), its figures are read and lent
+// directories given back. The cgroup's removal and the rest of the
+// teardown follow, and runOnce returns what done returned.
+func runOnce(ctx context.Context, cfg Config, done func(*Result, error) (*Result, error)) (*Result, error) {
 	l, res, err := launch(ctx, cfg, false)
 	var execErr *nsexec.ExecError
 	var se *SetupError
@@ -114,12 +139,14 @@ func runOnce(ctx context.Context, cfg Config) (*Result, error) {
 		res.Status, res.ExitCode, res.Error = StatusExited, ptr(execErr.ExitCode()), ptr(execErr.Error())
 		res.WardExitCode = exitCodeFor(res)
 		l.log.after(res)
-		return res, nil
+		l.giveBack()
+		return done(res, nil)
 	case errors.As(err, &se):
-		return failedResult(err), err
+		return done(failedResult(err), err)
 	case err != nil:
-		return nil, err
+		return done(nil, err)
 	}
+	// Deferred, so after done: the result does not wait for the teardown.
 	defer l.close()
 	cfg, sb, cg := l.cfg, l.sb, l.cg
 	sv := supervise(ctx, cfg, sb, cg, l.sigs)
@@ -139,7 +166,8 @@ func runOnce(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.WardExitCode = exitCodeFor(res)
 	l.log.after(res)
-	return res, sv.ctxErr
+	l.giveBack()
+	return done(res, sv.ctxErr)
 }
 
 // supervision is what happened while the program ran.

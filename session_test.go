@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,82 @@ func TestRunFromGo(t *testing.T) {
 	if !errors.Is(res.Err(), ErrTimeout) {
 		t.Errorf("a timeout's Err() = %v, want ErrTimeout", res.Err())
 	}
+}
+
+// TestRunHandsTheResultOverBeforeTheTeardown: Config.OnResult gets, once,
+// what Run then returns; for a program that ran it gets it while the
+// sandbox's cgroup is still there (the teardown follows the result), and
+// Run returns only once the cgroup is gone.
+func TestRunHandsTheResultOverBeforeTheTeardown(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		ran     bool // a program ran: its cgroup outlives the result
+		wantErr bool
+	}{
+		{"exit 3", []string{"sh", "-c", "exit 3"}, true, false},
+		{"not found", []string{"ward-no-such-command-5e0b"}, true, false},
+		{"bad input", nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			var gotRes *Result
+			var gotErr error
+			var during []string
+			res, err := Run(context.Background(), Config{Args: tc.args, OnResult: func(r *Result, err error) {
+				calls++
+				gotRes, gotErr = r, err
+				during = ownSandboxCgroups(t)
+			}})
+			if calls != 1 || gotRes != res || gotErr != err {
+				t.Fatalf("OnResult called %d times with %p, %v; Run returned %p, %v", calls, gotRes, gotErr, res, err)
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			if tc.ran && res.Limits.EnforcedBy["processes"] == "cgroup" && len(during) == 0 {
+				t.Errorf("OnResult came after the sandbox's cgroup was removed")
+			}
+			if after := ownSandboxCgroups(t); len(after) > 0 {
+				t.Errorf("Run returned with its sandbox's cgroup still there: %v", after)
+			}
+		})
+	}
+}
+
+// ownSandboxCgroups lists the cgroups of this process's sandboxes
+// (ward-<pid>-*), beside where cgroup.New makes them: under this process's
+// own cgroup in the memory hierarchy (v1) or the unified one (v2, next to
+// the leaf ward may have moved itself into).
+func ownSandboxCgroups(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dir string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			dir = filepath.Join("/sys/fs/cgroup", parts[2])
+			if filepath.Base(dir) == "ward-supervisor" {
+				dir = filepath.Dir(dir)
+			}
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			dir = filepath.Join("/sys/fs/cgroup/memory", parts[2])
+		default:
+			continue
+		}
+		found, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("ward-%d-*", os.Getpid())))
+		out = append(out, found...)
+	}
+	return out
 }
 
 func TestSessionKeepsFilesBetweenExecs(t *testing.T) {

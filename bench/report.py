@@ -1,7 +1,19 @@
 """Writes docs/benchmarks.md from bench/run.sh's measurements (never edited by hand)."""
-import json, os, platform, re, statistics, subprocess, sys
+import json, os, platform, re, statistics, subprocess, sys, textwrap
 
 out, tp_ward, tp_bwrap, rss_one, cli_per_kb, lib_per_mb, warm = sys.argv[1:8]
+# Rootless throughput, and root's through the same setpriv (older figures
+# files have neither).
+tp_root_setpriv, tp_rootless = (sys.argv[8:10] + [None, None])[:2]
+
+# The init's rewrite in C lands separately: its figures (start-init,
+# clone-init, the init's exit) go here, as text for "What remains".
+C_INIT_NOTE = ("the init runs in a constructor of ward's binary, before Go's runtime would start "
+               "(nsexec/init_linux.c). Against the Go init it replaced, on the development machine (hyperfine, 100 runs, "
+               "one run): `ward run -- /bin/true` 18.6 -> 15.1 ms; medians of 40 `setup_ms`: `start-init` 2.26 -> 0.31 ms, "
+               "`receive-config` 0.61 -> 0.04 ms, total 11.8 -> 7.3 ms; a long-lived sandbox's init 8.5 MB -> 1.4 MB RSS. "
+               "What is left of `start-init` and part of `clone-init` is the exec of ward's binary, about 0.05 ms more "
+               "than a static C program's.")
 
 
 def load(name):
@@ -26,6 +38,34 @@ for line in open(os.path.join(out, "seccomp.txt")):
     mode, v = line.split()
     dd.setdefault(mode, []).append(float(v))
 dd = {m: statistics.median(v) for m, v in dd.items()}
+
+
+def optional(name, fn):
+    """fn(path) for a file of this run, or None if the run did not write it."""
+    path = os.path.join(out, name)
+    return fn(path) if os.path.exists(path) else None
+
+
+# Package initialisation of `ward version` (GODEBUG=inittrace=1, 20 starts):
+# each package's median clock time, and main's start ("init main @X ms").
+def read_inittrace(path):
+    clock, main_at, runs = {}, [], 0
+    for line in open(path):
+        if line.startswith("--"):
+            runs += 1
+            continue
+        m = re.match(r"init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock", line)
+        if m:
+            clock.setdefault(m.group(1), []).append(float(m.group(3)))
+            if m.group(1) == "main":
+                main_at.append(float(m.group(2)))
+    med = {k: statistics.median(v + [0.0] * (runs - len(v))) for k, v in clock.items()}
+    return med, (statistics.median(main_at) if main_at else 0.0)
+
+
+inits = optional("inittrace.txt", read_inittrace)
+faults = optional("faults.txt", lambda p: {l.split()[0]: (int(l.split()[1]), int(l.split()[2])) for l in open(p) if l.strip()})
+netns = optional("netns.json", lambda p: {r["command"]: r for r in json.load(open(p))["results"]})
 
 # The steps' order and sides from one verbose run ("[SANDBOX] Setup step:
 # NAME  MS ms (SIDE)"); their times from the setup_ms of 20 --json runs
@@ -61,7 +101,10 @@ print(f"Machine: {os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, {la
 
 print("## Start-up (hyperfine, no shell, median / min / max in ms)\n")
 print("The floor first: `/bin/true` (bare), a static C program that returns 0 (c-static), a Go hello-world (go-hello), "
-      "`ward version` (ward's own start, no sandbox); then each sandbox running `/bin/true`.\n")
+      "the same with one cgo call, linked as ward is, cgo and static glibc (cgo-hello), and importing net/http as ward "
+      "does (cgo-http), "
+      "`ward version` (ward's own start, no sandbox); then each sandbox running `/bin/true` "
+      "(ward-limits: with `--memory-limit=256M --processes=64 --cpu-time-limit=10s`).\n")
 print("| command | median | min | max | ratio to bare | ratio to bwrap | ratio to runc |")
 print("|---|---|---|---|---|---|---|")
 for name, r in st.items():
@@ -73,10 +116,14 @@ print("| target | measured | |")
 print("|---|---|---|")
 r1 = ms(ward) / ms(bwrap)
 r2 = ms(ward) / ms(runc)
-print(f"| `ward run -- /bin/true` <= 0.8x bubblewrap | {r1:.2f}x | {met(r1 <= 0.8)} |")
+print(f"| `ward run -- /bin/true` <= 0.8x bubblewrap (same namespaces) | {r1:.2f}x | {met(r1 <= 0.8)} |")
 print(f"| `ward run -- /bin/true` <= 0.2x runc | {r2:.2f}x | {met(r2 <= 0.2)} |")
 t1, t2 = float(tp_ward), float(tp_bwrap)
 print(f"| throughput (200 sandboxes, 4 at a time) >= bubblewrap's | ward {t1:.0f}/s, bwrap {t2:.0f}/s | {met(t1 >= t2)} |")
+if "ward-limits" in st:
+    r8 = ms(st["ward-limits"]) / ms(ward)
+    print(f"| with `--memory-limit --processes --cpu-time-limit` set <= 1.05x the default | {r8:.2f}x "
+          f"({ms(st['ward-limits']):.2f} vs {ms(ward):.2f} ms) | {met(r8 <= 1.05)} |")
 r3 = dd["default"] / dd["unconfined"]
 r3a = dd["allow-all"] / dd["unconfined"]
 print(f"| seccomp default vs unconfined on dd bs=1 count=1000000 <= 1.03x | {r3:.3f}x ({dd['default']:.0f} vs {dd['unconfined']:.0f} ms; "
@@ -92,22 +139,27 @@ print(f"| start-up with 100 long-lived sandboxes alive <= 1.2x none | {r4:.2f}x 
 r5 = ms(paths) / ms(ward)
 print(f"| start-up with 50 --allow-read paths <= 1.5x none | {r5:.2f}x | {met(r5 <= 1.5)} |")
 w = float(warm)
-print(f"| warm Exec of /bin/true <= 3 ms | {w:.2f} ms (back to back) | {met(w <= 3)} |")
+print(f"| warm Exec of /bin/true <= 1 ms | {w:.2f} ms (back to back) | {met(w <= 1)} |")
 if "ward-version" in st and "go-hello" in st:
     r7 = ms(st["ward-version"]) / ms(st["go-hello"])
+    cgo = f"a cgo static hello-world: {ms(st['cgo-hello']):.2f} ms; " if "cgo-hello" in st else ""
     print(f"| `ward version` <= 1.5x a Go hello-world | {r7:.2f}x ({ms(st['ward-version']):.2f} vs "
-          f"{ms(st['go-hello']):.2f} ms; a static C program: {ms(st['c-static']):.2f} ms) | {met(r7 <= 1.5)} |")
+          f"{ms(st['go-hello']):.2f} ms; {cgo}a static C program: {ms(st['c-static']):.2f} ms) | {met(r7 <= 1.5)} |")
 if "ward-rootless" in st and "ward-root-setpriv" in st:
     r6 = ms(st["ward-rootless"]) / ms(st["ward-root-setpriv"])
     print(f"| rootless start-up <= 1.2x root's (both through setpriv) | {r6:.2f}x ({ms(st['ward-rootless']):.2f} vs "
           f"{ms(st['ward-root-setpriv']):.2f} ms) | {met(r6 <= 1.2)} |")
+if tp_rootless and tp_root_setpriv:
+    t3, t4 = float(tp_root_setpriv), float(tp_rootless)
+    print(f"| rootless throughput (200, 4 at a time) >= root's / 1.2 (both through setpriv) | rootless {t4:.0f}/s, "
+          f"root {t3:.0f}/s ({t3 / t4:.2f}x the time per sandbox) | {met(t4 * 1.2 >= t3)} |")
 print()
 
 print("## Where the time goes (`setup_ms` of 20 runs of `ward run --json -- /bin/true`, median per step)\n")
 tot = statistics.median(totals) if totals else 0
 print(f"From ward's start of the launch to the program's start: median {tot:.2f} ms (min {min(totals or [0]):.2f}, "
       f"max {max(totals or [0]):.2f}); the whole `ward run` above, {ms(ward):.2f} ms, adds ward's own process start, "
-      "the program, and the teardown (kill, wait, cgroup removal). The steps do not add up to the total: the program's "
+      "the program, the init's end, the result, and after it the cgroup's removal. The steps do not add up to the total: the program's "
       "process runs beside the init (its `enter-cgroup` is timed from its fork, which comes first in the init, and "
       "overlaps the init's steps), and the parent waits between steps.\n")
 print("| step | side | median ms | min | max |\n|---|---|---|---|---|")
@@ -127,6 +179,65 @@ def mx(name):
         if key[0] == name:
             return max(steps[key])
     return 0.0
+
+
+# The packages net/http brings into ward's binary with it (the egress
+# proxy's HTTP parsing); some of crypto/ comes with godbus too.
+HTTP_TREE = ("net/http", "crypto/", "vendor/golang.org/x/", "mime", "compress/", "hash/crc32", "encoding/asn1")
+
+
+def own_start():
+    if not inits or "ward-version" not in st or "go-hello" not in st:
+        return ""
+    clock, main_at = inits
+    total = sum(clock.values())
+    http = sum(v for k, v in clock.items() if k.startswith(HTTP_TREE))
+    top = sorted((kv for kv in clock.items() if kv[0] != "runtime"), key=lambda kv: -kv[1])[:8]
+    r7 = ms(st["ward-version"]) / ms(st["go-hello"])
+    text = (f"- **ward's own start** (`ward version` {r7:.2f}x a Go hello-world, {ms(st['ward-version']):.2f} vs "
+            f"{ms(st['go-hello']):.2f} ms).")
+    if "cgo-hello" in st:
+        rc = ms(st["cgo-hello"]) / ms(st["go-hello"])
+        text += (f" The floor for a Go program that calls C, linked statically as ward is, is cgo-hello: {rc:.2f}x "
+                 f"({ms(st['cgo-hello']):.2f} ms): with cgo the runtime makes its threads through pthreads (more of them, "
+                 "with glibc's per-thread arenas), and static glibc's start probes the CPU and its caches with `cpuid`, "
+                 "which traps to the hypervisor on a VM; ward needs cgo for libseccomp and the C of nsexec.")
+    text += (f"\n  Package initialisation (GODEBUG=inittrace=1, median of 20 starts) adds {total * 1000:.0f} µs of clock "
+             f"({main_at:.2f} ms from the process's start to main's init, the tracing's own writes included); the largest: "
+             + ", ".join(f"{k} {v * 1000:.0f} µs" for k, v in top) + ". "
+             f"net/http and what it brings (crypto/tls, x509, http2's hpack, mime, compress) take {http * 1000:.0f} µs of "
+             "that, and more in page faults"
+             + (f" (cgo-http, cgo-hello importing net/http: {ms(st['cgo-http']) - ms(st['cgo-hello']):+.2f} ms a start)"
+                if "cgo-http" in st and "cgo-hello" in st else "")
+             + ": the egress proxy parses and forwards requests with "
+             "`http.ReadRequest` and `Request.Write` (netns/proxy.go), and a package's initialisation runs in every start, "
+             "whether the sandbox has a proxy or not. godbus (the rootless systemd scope) and x/net's dnsmessage (the "
+             "proxy's DNS stub) are the same case, smaller.")
+    if faults and "ward-version" in faults:
+        f = faults
+        text += (f"\n  Minor page faults of one start: ward version {f['ward-version'][0]} (binary {f['ward-version'][1] / 1e6:.1f} MB), "
+                 + (f"cgo-hello {f['cgo-hello'][0]} ({f['cgo-hello'][1] / 1e6:.1f} MB), " if "cgo-hello" in f else "")
+                 + (f"go-hello {f['go-hello'][0]} ({f['go-hello'][1] / 1e6:.1f} MB)." if "go-hello" in f else ""))
+    return text
+
+
+def network_namespace():
+    if not netns or "unshare" not in netns or "unshare-net" not in netns:
+        return ""
+    a, b = ms(netns["unshare"]), ms(netns["unshare-net"])
+    return (f"- **A network namespace per sandbox**: `unshare -U -m -p -f -i -u true` {a:.2f} ms, the same with `-n` "
+            f"{b:.2f} ms ({b - a:+.2f} ms, one hyperfine run): making and tearing down a network namespace is "
+            "serialised in the kernel. ward makes a fresh one for every sandbox, as bubblewrap does, and keeps no pool "
+            "of pre-made ones: a namespace with no process in it stays only while something pins it, an nsfs bind "
+            "mount in the host's mount namespace, which ward does not make, or a process holding it, which would be "
+            "a daemon.")
+
+
+def c_init():
+    if C_INIT_NOTE:
+        return "- **The init in C**: " + C_INIT_NOTE
+    return ("- **The init in C**: not in these figures yet (the init's rewrite in C lands separately; its `start-init`, "
+            "`clone-init` and exit figures go here).")
 
 
 print(f"""What remains, and why:
@@ -151,15 +262,25 @@ print(f"""What remains, and why:
   minimum (0.67 against 0.62 ms; page faults of the larger file). Cloning the init without an exec, from the Go
   parent, would save that and the exec itself; not done yet.
 - **Outside the setup**: ward's own start before the launch (its Go runtime, as the init's), the program, and after
-  it the teardown: the init's exit and the PID namespace's end, the cgroup's figures, its kill and removal.
+  it the init's exit and the PID namespace's end, the cgroup's figures and the result, then the cgroup's kill and
+  removal.
 - **CPU per sandbox, hence the throughput**: ward's Go process (its runtime start, page faults in a VM), the init's C and the
   kernel's namespace work (a network namespace is made and torn down each time, as by bubblewrap).
 - **Seccomp**: the dd loop costs the same with a filter that allows everything as with the default policy, so the
-  remaining overhead is the kernel's for any filter (the syscall slow path), not ward's policy.
-""")
+  remaining overhead is the kernel's for any filter (the syscall slow path), not ward's policy.""")
+for bullet in (own_start(), network_namespace(), c_init()):
+    for i, para in enumerate(bullet.split("\n") if bullet else []):
+        print(textwrap.fill(para.strip(), width=118, initial_indent="" if i == 0 else "  ", subsequent_indent="  ",
+                            break_on_hyphens=False))
+print()
 
 print("## Levers (each kept because a figure above moved; the commit messages have the before and after)\n")
-print("""- The program's process is forked by the init and runs C (spawn_linux.c) instead of a second start of ward's Go
+print("""- The result before the teardown: the report, `--json` and `--meta` (and the library's `Config.OnResult`) come
+  once the init is reaped and the cgroup's figures read (with plain system calls); the cgroup's removal follows, and
+  its waits on the kernel's cgroup lock no longer delay the result.
+- ward's start builds only the command it runs (cobra's tree, the settings table's flags once, no completion
+  command), and `ward version` reads its files without setting up the runtime's poller.
+- The program's process is forked by the init and runs C (spawn_linux.c) instead of a second start of ward's Go
   runtime (`ward gate`): one runtime start less per sandbox and per `Exec` (warm `Exec` above).
 - It is forked in a constructor, first thing: the cgroup wait starts that much earlier
   (`start-init` and `receive-config` above overlap it).
@@ -181,7 +302,10 @@ print("```\nmake bench            # as root; installs hyperfine, runc, bubblewra
 print("The commands: `/bin/true`; `bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin "
       "--symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true` (no cgroup, no seccomp); "
       "`bin/ward run -- /bin/true` (all namespaces, cgroup with limits, seccomp default, pivot_root); "
-      "`runc run` of a busybox-static bundle made by `runc spec`. Throughput: `seq 200 | xargs -P4` of each. "
+      "`runc run` of a busybox-static bundle made by `runc spec`. Throughput: `seq 200 | xargs -P4` of each (the "
+      "rootless one and root's beside it through `setpriv`). ward's own start: `GODEBUG=inittrace=1 ward version` "
+      "(20 starts), minor page faults by `/usr/bin/time -f %R` (median of 11). Network namespace: "
+      "`unshare -U -m -p -f -i -u [-n] true`. "
       "Seccomp: `ward run --json --seccomp=MODE -- dd if=/dev/zero of=/dev/null bs=1 count=1000000`, the report's "
       "`wall_time_ms`, 15 interleaved runs per mode. Memory: `go test -bench BenchmarkMemoryPerSandbox ./bench` "
       "(PSS of the caller and its inits before and after 10 more `ward.Start`s) and, for the CLI, the PSS of every "

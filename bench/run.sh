@@ -24,12 +24,23 @@ json.dump(c, open(p, "w"), indent=1)
 PY
 fi
 
-# The floor: a static C program's start and a Go hello-world's, built here.
+# The floor: a static C program's start and a Go hello-world's, built here;
+# and the same hello-world with one cgo call, linked as ward is (cgo,
+# static glibc): what a Go program that uses C pays before its own code.
 printf 'int main(void) { return 0; }\n' > "$OUT/floor.c"
 gcc -O2 -static -o "$OUT/c-static" "$OUT/floor.c"
 mkdir -p "$OUT/gohello"
 printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' > "$OUT/gohello/main.go"
 (cd "$OUT/gohello" && [ -f go.mod ] || go mod init gohello >/dev/null 2>&1; CGO_ENABLED=0 go build -o ../go-hello .)
+# cgo-http is cgo-hello importing net/http (ward's egress proxy does): what
+# that package and its tree cost a start, used or not.
+for v in cgo-hello:'import _ "os"' cgo-http:'import _ "net/http"'; do
+	name=${v%%:*}; mkdir -p "$OUT/src-$name"
+	printf 'package main\n\n// static int zero(void) { return 0; }\nimport "C"\n\nimport "fmt"\n\n%s\n\nfunc main() { fmt.Println("hello", C.zero()) }\n' \
+		"${v#*:}" > "$OUT/src-$name/main.go"
+	(cd "$OUT/src-$name" && { [ -f go.mod ] || go mod init "$name" >/dev/null 2>&1; } && CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo \
+		-ldflags '-s -w -linkmode external -extldflags "-static"' -o "../$name" .)
+done
 
 BWRAP="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true"
 hf() { # name, json, commands...
@@ -45,8 +56,10 @@ trap 'userdel "$BENCH_USER" 2>/dev/null || true' EXIT
 BU=$(id -u "$BENCH_USER"); BG=$(id -g "$BENCH_USER")
 
 echo "== start-up: /bin/true"
-hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n ward-version "$WARD version" \
+hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n cgo-hello "$OUT/cgo-hello" -n cgo-http "$OUT/cgo-http" \
+	-n ward-version "$WARD version" \
 	-n bwrap "$BWRAP" -n ward "$WARD run -- /bin/true" \
+	-n ward-limits "$WARD run --memory-limit=256M --processes=64 --cpu-time-limit=10s -- /bin/true" \
 	-n ward-unconfined "$WARD run --seccomp=unconfined -- /bin/true" \
 	-n runc "runc --root $PWD/$OUT/runc-state run --bundle $PWD/$B ward-bench" \
 	-n ward-root-setpriv "setpriv --reuid=0 --regid=0 --keep-groups $WARD run -- /bin/true" \
@@ -56,6 +69,24 @@ echo "== throughput: 200 sandboxes, 4 at a time"
 tp() { local t0 t1; t0=$(date +%s.%N); seq 200 | xargs -P4 -I{} sh -c "$1" >/dev/null 2>&1; t1=$(date +%s.%N); python3 -c "print(200/($t1-$t0))"; }
 TP_WARD=$(tp "$WARD run -- /bin/true")
 TP_BWRAP=$(tp "$BWRAP")
+TP_ROOT_SETPRIV=$(tp "setpriv --reuid=0 --regid=0 --keep-groups $WARD run -- /bin/true")
+TP_ROOTLESS=$(tp "setpriv --reuid=$BU --regid=$BG --clear-groups $WARD run -- /bin/true")
+
+echo "== ward's own start: package initialisation, page faults, size"
+# GODEBUG=inittrace=1 prints each package's init (clock time, allocations).
+: > "$OUT/inittrace.txt"
+for i in $(seq 20); do GODEBUG=inittrace=1 "$WARD" version 2>>"$OUT/inittrace.txt" >/dev/null; echo "--" >>"$OUT/inittrace.txt"; done
+# Minor page faults of one start (median of 11), and the binaries' sizes.
+: > "$OUT/faults.txt"
+for b in go-hello cgo-hello ward-version; do
+	case $b in ward-version) cmd=("$WARD" version) ;; *) cmd=("$OUT/$b") ;; esac
+	f=$(for i in $(seq 11); do /usr/bin/time -f %R "${cmd[@]}" 2>&1 >/dev/null | tail -1; done | sort -n | sed -n 6p)
+	echo "$b $f $(stat -c %s "${cmd[0]}")" >> "$OUT/faults.txt"
+done
+
+echo "== network namespace creation: unshare with and without -n"
+hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$OUT/netns.json" \
+	-n unshare "unshare -U -m -p -f -i -u true" -n unshare-net "unshare -U -m -p -f -i -u -n true" >/dev/null
 
 echo "== seccomp overhead: dd bs=1 count=1000000 (the program's own wall time, interleaved)"
 # The program's wall_time_ms from the report, so that the sandbox's start
@@ -107,6 +138,6 @@ for i in $(seq 20); do "$WARD" run --json -- /bin/true >>"$OUT/steps.json"; done
 
 # The figures measured outside the files above, kept so that the report
 # can be written again: python3 bench/report.py $(cat bench/out/figures).
-echo "$OUT $TP_WARD $TP_BWRAP $RSS_ONE $CLI_PER $LIB_PER $WARM" > "$OUT/figures"
-python3 bench/report.py "$OUT" "$TP_WARD" "$TP_BWRAP" "$RSS_ONE" "$CLI_PER" "$LIB_PER" "$WARM" > docs/benchmarks.md
+echo "$OUT $TP_WARD $TP_BWRAP $RSS_ONE $CLI_PER $LIB_PER $WARM $TP_ROOT_SETPRIV $TP_ROOTLESS" > "$OUT/figures"
+python3 bench/report.py "$OUT" "$TP_WARD" "$TP_BWRAP" "$RSS_ONE" "$CLI_PER" "$LIB_PER" "$WARM" "$TP_ROOT_SETPRIV" "$TP_ROOTLESS" > docs/benchmarks.md
 cat docs/benchmarks.md

@@ -113,6 +113,14 @@ func TestMakeInstall(t *testing.T) {
 			if o, err := exec.Command(bin, "version").CombinedOutput(); err != nil {
 				t.Errorf("installed ward version: %v\n%s", err, o)
 			}
+			// ward-oci: a link to ward beside it, answering as the OCI runtime.
+			oci := filepath.Join(dest, "usr/local/bin/ward-oci")
+			if target, err := os.Readlink(oci); err != nil || target != "ward" {
+				t.Errorf("%s: link to %q (err %v), want a link to ward", oci, target, err)
+			}
+			if o, err := exec.Command(oci, "--version").CombinedOutput(); err != nil || !strings.HasPrefix(string(o), "ward-oci version ") {
+				t.Errorf("installed ward-oci --version: %v\n%s", err, o)
+			}
 
 			// Man pages: every page make man wrote, 0644, ward.1 and ward-run.1 among them.
 			want, err := filepath.Glob(filepath.Join(root, "bin/man/*.1"))

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Policy decides, on the host side, every connection a sandbox asks the
@@ -198,8 +199,9 @@ func containsInt(xs []int, x int) bool {
 	return false
 }
 
-// internalPrefixes are refused by BlockInternal.
-var internalPrefixes = func() []netip.Prefix {
+// internalPrefixes are refused by BlockInternal; parsed on first use, not
+// at every start of ward.
+var internalPrefixes = sync.OnceValue(func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
@@ -209,13 +211,13 @@ var internalPrefixes = func() []netip.Prefix {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
-}()
+})
 
 // Internal reports whether a is an address BlockInternal refuses: the
 // IPv4-mapped IPv6 form of one counts as the IPv4 address.
 func Internal(a netip.Addr) bool {
 	a = a.Unmap()
-	for _, p := range internalPrefixes {
+	for _, p := range internalPrefixes() {
 		if p.Contains(a) {
 			return true
 		}

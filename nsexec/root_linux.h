@@ -136,7 +136,9 @@ void ward_root_out_init(struct ward_root_out *out);
 // always). run() returns 0, or a positive errno with out->what and
 // out->path filled in. They run in the init, in the sandbox's new mount
 // namespace, with its capabilities; they call no malloc (the init may be a
-// raw clone of a threaded process): lists that must grow use mmap.
+// raw clone of a threaded process): lists that must grow use mmap. Stack:
+// up to about 48 KiB (path buffers), plus about 2.5 KiB per directory level
+// of the root tmpfs in give-root-to-user.
 struct ward_root_step {
 	const char *name; // the step's name: setup_ms key and "ward: <step>: <cause>"
 	int (*when)(const struct ward_root *r);

@@ -2,6 +2,8 @@ package seccomp
 
 import (
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +131,57 @@ func TestCompileCachedRoundTripsThroughDisk(t *testing.T) {
 		if string(got[i]) != string(want[i]) {
 			t.Errorf("program %d differs after the disk round trip", i)
 		}
+	}
+}
+
+// TestPolicyBytesCoverEveryField: the cache key changes with every field
+// of a policy, of its rules and of their arguments (a key that missed one
+// would load another policy's cached programs), and keeps apart values
+// that only concatenate alike.
+func TestPolicyBytesCoverEveryField(t *testing.T) {
+	for typ, fields := range map[reflect.Type][]string{
+		reflect.TypeOf(Policy{}): {"Name", "Default", "Rules"},
+		reflect.TypeOf(Rule{}):   {"Names", "Verdict", "Args", "Reason"},
+		reflect.TypeOf(Arg{}):    {"Index", "Op", "Value", "Mask"},
+	} {
+		var got []string
+		for i := 0; i < typ.NumField(); i++ {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, fields) {
+			t.Errorf("%s has fields %v; policyBytes writes %v: write the new ones too, then update this list", typ.Name(), got, fields)
+		}
+	}
+	base := func() *Policy {
+		return &Policy{Name: "p", Default: "allow", Rules: []Rule{
+			{Names: []string{"a", "b"}, Verdict: EPERM, Args: []Arg{{Index: 1, Op: "eq", Value: 2, Mask: 3}}, Reason: "r"},
+		}}
+	}
+	keys := map[string]string{"base": cacheKey(base())}
+	for name, change := range map[string]func(p *Policy){
+		"Name":        func(p *Policy) { p.Name = "q" },
+		"Default":     func(p *Policy) { p.Default = "kill" },
+		"Rules":       func(p *Policy) { p.Rules = append(p.Rules, Rule{}) },
+		"Rule.Names":  func(p *Policy) { p.Rules[0].Names = []string{"a", "c"} },
+		"Names split": func(p *Policy) { p.Rules[0].Names = []string{"ab"} },
+		"Verdict":     func(p *Policy) { p.Rules[0].Verdict = "allow" },
+		"Args":        func(p *Policy) { p.Rules[0].Args = nil },
+		"Reason":      func(p *Policy) { p.Rules[0].Reason = "s" },
+		"Arg.Index":   func(p *Policy) { p.Rules[0].Args[0].Index = 4 },
+		"Arg.Op":      func(p *Policy) { p.Rules[0].Args[0].Op = "ge" },
+		"Arg.Value":   func(p *Policy) { p.Rules[0].Args[0].Value = 5 },
+		"Arg.Mask":    func(p *Policy) { p.Rules[0].Args[0].Mask = 6 },
+	} {
+		p := base()
+		change(p)
+		k := cacheKey(p)
+		// The name starts the key: compare the hashes.
+		k = k[strings.LastIndex(k, "-")+1:]
+		for other, ok := range keys {
+			if ok[strings.LastIndex(ok, "-")+1:] == k {
+				t.Errorf("changing %s gives the same key as %s", name, other)
+			}
+		}
+		keys[name] = cacheKey(p)
 	}
 }

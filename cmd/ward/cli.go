@@ -16,7 +16,28 @@ import (
 	"github.com/wardbox/ward/nsexec"
 )
 
-func newRootCmd() *cobra.Command {
+// commands are ward's commands, by the name that calls each, in the
+// order --help lists them.
+var commands = []struct {
+	name string
+	make func() *cobra.Command
+}{
+	{"run", newRunCmd}, {"version", newVersionCmd}, {"clean", newCleanCmd}, {"verify", newVerifyCmd},
+	{"profiles", newProfilesCmd}, {"start", newStartCmd}, {"supervise", newSuperviseCmd},
+	{"exec", newExecCmd}, {"ps", newPsCmd}, {"stop", newStopCmd},
+}
+
+// newRootCmd is the whole command tree.
+func newRootCmd() *cobra.Command { return newRootCmdFor(nil) }
+
+// newRootCmdFor is the command tree that args need. When args[0] names
+// one of ward's commands, the root holds that command alone: every start
+// of ward would otherwise build every command's flags (the settings
+// table's twice, for run and start) and cobra's completion command, to use
+// one. Anything else (no command, a flag first, help, completion, an
+// unknown name cobra may suggest a command for) gets the whole tree, so
+// that help, completion and errors are cobra's as before.
+func newRootCmdFor(args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ward",
 		Short:         "Run untrusted programs in a Linux sandbox",
@@ -24,8 +45,19 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(newRunCmd(), newVersionCmd(), newCleanCmd(), newVerifyCmd(), newProfilesCmd(),
-		newStartCmd(), newSuperviseCmd(), newExecCmd(), newPsCmd(), newStopCmd())
+	if len(args) > 0 {
+		for _, c := range commands {
+			if c.name == args[0] {
+				root.AddCommand(c.make())
+				// Only the root's own help lists the completion command.
+				root.CompletionOptions.DisableDefaultCmd = true
+				return root
+			}
+		}
+	}
+	for _, c := range commands {
+		root.AddCommand(c.make())
+	}
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
@@ -203,7 +235,9 @@ func (f *runFlags) toConfig(args []string) (ward.Config, error) {
 }
 
 // runSandbox runs cfg, writes the report, prints what the user asked for
-// and returns ward's exit status as an *exitError.
+// and returns ward's exit status as an *exitError. The report, the meta
+// file and --json's output are written as soon as the result is known,
+// before the sandbox's cgroup is removed; ward exits once it is.
 func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -225,7 +259,23 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		defer file.Close()
 		*o.f = file
 	}
+	var status error
+	answered := false
+	cfg.OnResult = func(res *ward.Result, err error) {
+		answered = true
+		status = deliver(res, err, report, meta, f)
+	}
 	res, err := ward.Run(ctx, cfg)
+	if !answered {
+		status = deliver(res, err, report, meta, f)
+	}
+	return status
+}
+
+// deliver prints and writes what a run's result asks for (the setup
+// failure's message, the report and meta files, --json's output) and
+// returns ward's exit status for it.
+func deliver(res *ward.Result, err error, report, meta *os.File, f runFlags) error {
 	var ce *ward.ConfigError
 	if errors.As(err, &ce) {
 		return err
@@ -250,10 +300,17 @@ func runSandbox(ctx context.Context, cfg ward.Config, f runFlags) error {
 		if _, werr := report.Write(out); werr != nil {
 			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, werr)
 		}
+		// Closed now: a reader waiting for the file sees it whole at once.
+		if cerr := report.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --report=%s: %v\n", f.report, cerr)
+		}
 	}
 	if meta != nil {
 		if _, werr := meta.WriteString(res.IsolateMeta()); werr != nil {
 			fmt.Fprintf(os.Stderr, "ward: --meta=%s: %v\n", f.meta, werr)
+		}
+		if cerr := meta.Close(); cerr != nil {
+			fmt.Fprintf(os.Stderr, "ward: --meta=%s: %v\n", f.meta, cerr)
 		}
 	}
 	if f.json {

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestRunFlagsToConfig(t *testing.T) {
@@ -217,6 +219,39 @@ func TestWorkspaceLayers(t *testing.T) {
 		if err != nil || cfg.Workspace != tc.dir || cfg.WorkspaceAccess != tc.access || len(cfg.EnvPass) != tc.envPass || len(cfg.Env) != tc.env ||
 			explain["workspace"] != tc.from || explain["workspace_access"] != tc.from {
 			t.Errorf("%q: %+v %v %v; want workspace %q:%s from %s", tc.flags, cfg, explain, err, tc.dir, tc.access, tc.from)
+		}
+	}
+}
+
+// TestOneCommandTreeHelpIsTheWholeTreesHelp: a start that names a command
+// builds that command alone (newRootCmdFor); its --help, and each of its
+// subcommands', is word for word the whole tree's.
+func TestOneCommandTreeHelpIsTheWholeTreesHelp(t *testing.T) {
+	help := func(root *cobra.Command, args []string) string {
+		var b strings.Builder
+		root.SetOut(&b)
+		root.SetErr(&b)
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return b.String()
+	}
+	for _, c := range newRootCmd().Commands() {
+		paths := [][]string{{c.Name()}}
+		for _, sub := range c.Commands() {
+			paths = append(paths, []string{c.Name(), sub.Name()})
+		}
+		for _, p := range paths {
+			args := append(p, "--help")
+			want := help(newRootCmd(), args)
+			root := newRootCmdFor(args)
+			if c.Name() != "help" && c.Name() != "completion" && len(root.Commands()) > 2 {
+				t.Errorf("%v: the root holds %d commands, want the one named (and help)", args, len(root.Commands()))
+			}
+			if got := help(root, args); got != want {
+				t.Errorf("%v: help differs from the whole tree's:\n%s\nwant:\n%s", args, got, want)
+			}
 		}
 	}
 }

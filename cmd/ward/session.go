@@ -23,7 +23,7 @@ import (
 
 // stateDir holds one directory per long-lived sandbox and the
 // supervisor's own (supervisor.Dir); useStateDir sets it.
-var stateDir = supervisor.DefaultDir()
+var stateDir supervisor.Dir
 
 // sessions is the client of stateDir's supervisor; a supervisor it has to
 // start is this binary's hidden `supervise` command.

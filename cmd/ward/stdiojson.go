@@ -75,16 +75,27 @@ func serveStdioJSON(ctx context.Context, cfg ward.Config, session bool, in io.Re
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		res, err := s.serve(ctx, line)
-		// Here the request's result is known: res (the program ran, or its
-		// sandbox failed to start), or err alone (nothing ran). The library
-		// wrote its audit line.
-		if unrecorded := auditFailure(err); unrecorded != nil {
-			// It ran but is not on record: no result, and no more requests.
-			_ = enc.Encode(map[string]string{"error": unrecorded.Error()})
+		replied := false
+		var unrecorded error
+		reply := func(res *ward.Result, err error) {
+			// Here the request's result is known: res (the program ran, or
+			// its sandbox failed to start), or err alone (nothing ran). The
+			// library wrote its audit line.
+			replied = true
+			if unrecorded = auditFailure(err); unrecorded != nil {
+				// It ran but is not on record: no result, and no more requests.
+				_ = enc.Encode(map[string]string{"error": unrecorded.Error()})
+				return
+			}
+			s.answer(enc, res, err)
+		}
+		res, err := s.serve(ctx, line, reply)
+		if !replied {
+			reply(res, err)
+		}
+		if unrecorded != nil {
 			return unrecorded
 		}
-		s.answer(enc, res, err)
 	}
 }
 
@@ -102,8 +113,10 @@ func (s *stdioServer) answer(enc *json.Encoder, res *ward.Result, err error) {
 	_ = enc.Encode(map[string]string{"error": msg})
 }
 
-// serve runs one request line.
-func (s *stdioServer) serve(ctx context.Context, line []byte) (*ward.Result, error) {
+// serve runs one request line. A fresh sandbox's result goes to reply as
+// soon as it is known, before the sandbox's teardown (Config.OnResult);
+// serve then returns it too.
+func (s *stdioServer) serve(ctx context.Context, line []byte, reply func(*ward.Result, error)) (*ward.Result, error) {
 	req, err := parseRequest(line)
 	if err != nil {
 		return nil, err
@@ -125,17 +138,20 @@ func (s *stdioServer) serve(ctx context.Context, line []byte) (*ward.Result, err
 	if err != nil {
 		return nil, err
 	}
-	res, err := ward.Run(ctx, cfg)
-	if res != nil && res.Stdout == nil {
-		// Nothing ran (not found, setup failure): it printed nothing.
-		res.Stdout, res.Stderr = new(string), new(string)
+	fix := func(res *ward.Result, err error) (*ward.Result, error) {
+		if res != nil && res.Stdout == nil {
+			// Nothing ran (not found, setup failure): it printed nothing.
+			res.Stdout, res.Stderr = new(string), new(string)
+		}
+		var ce *ward.ConfigError
+		if errors.As(err, &ce) && ce.Key == "workdir" && req.Dir != "" {
+			// Named by the request's field, not by the flag it stands in for.
+			return nil, fmt.Errorf("dir %q: %s", req.Dir, ce.Reason)
+		}
+		return res, err
 	}
-	var ce *ward.ConfigError
-	if errors.As(err, &ce) && ce.Key == "workdir" && req.Dir != "" {
-		// Named by the request's field, not by the flag it stands in for.
-		return nil, fmt.Errorf("dir %q: %s", req.Dir, ce.Reason)
-	}
-	return res, err
+	cfg.OnResult = func(res *ward.Result, err error) { reply(fix(res, err)) }
+	return fix(ward.Run(ctx, cfg))
 }
 
 // parseRequest decodes one request line; unknown fields are refused.

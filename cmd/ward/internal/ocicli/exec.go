@@ -1,0 +1,202 @@
+package ocicli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/spf13/cobra"
+
+	"github.com/wardbox/ward/oci"
+)
+
+type execFlags struct {
+	consoleSocket  string
+	pidfdSocket    string
+	cwd            string
+	env            []string
+	tty            bool
+	user           string
+	additionalGids []int64
+	process        string
+	detach         bool
+	pidFile        string
+	processLabel   string
+	apparmor       string
+	noNewPrivs     bool
+	caps           []string
+	preserveFDs    int
+	cgroups        []string
+	ignorePaused   bool
+}
+
+func (e *env) execCmd() *cobra.Command {
+	var f execFlags
+	cmd := &cobra.Command{
+		Use:   "exec [flags] <container-id> <command> [command options]  || -p process.json <container-id>",
+		Short: "execute new process inside the container",
+		Args:  minArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			st, err := e.store.Load(args[0])
+			if err != nil {
+				return err
+			}
+			switch e.store.Status(st) {
+			case oci.Stopped:
+				return errors.New("cannot exec in a stopped container")
+			case oci.Paused:
+				if !f.ignorePaused {
+					return errors.New("cannot exec in a paused container (use --ignore-paused to override)")
+				}
+			}
+			if f.process != "" {
+				if _, err := readProcess(f.process); err != nil {
+					return err
+				}
+			} else if len(args) < 2 {
+				return errors.New("exec: no command given: want <container-id> <command>, or --process FILE")
+			}
+			if err := checkConsole(f.tty, f.detach, f.consoleSocket); err != nil {
+				return err
+			}
+			return notImplemented("exec")
+		},
+	}
+	// Everything after the id is the command's.
+	cmd.Flags().SetInterspersed(false)
+	fl := cmd.Flags()
+	fl.StringVar(&f.consoleSocket, "console-socket", "", "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal")
+	fl.StringVar(&f.pidfdSocket, "pidfd-socket", "", "path to an AF_UNIX socket which will receive a file descriptor referencing the exec process")
+	fl.StringVar(&f.cwd, "cwd", "", "current working directory in the container")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set environment variables")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "allocate a pseudo-TTY")
+	fl.StringVarP(&f.user, "user", "u", "", "UID (format: <uid>[:<gid>])")
+	fl.Int64SliceVarP(&f.additionalGids, "additional-gids", "g", nil, "additional gids")
+	fl.StringVarP(&f.process, "process", "p", "", "path to the process.json")
+	fl.BoolVarP(&f.detach, "detach", "d", false, "detach from the container's process")
+	fl.StringVar(&f.pidFile, "pid-file", "", "specify the file to write the process id to")
+	fl.StringVar(&f.processLabel, "process-label", "", "set the asm process label for the process commonly used with selinux")
+	fl.StringVar(&f.apparmor, "apparmor", "", "set the apparmor profile for the process")
+	fl.BoolVar(&f.noNewPrivs, "no-new-privs", false, "set the no new privileges value for the process")
+	fl.StringArrayVarP(&f.caps, "cap", "c", nil, "add a capability to the bounding set for the process")
+	fl.IntVar(&f.preserveFDs, "preserve-fds", 0, "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total)")
+	fl.StringArrayVar(&f.cgroups, "cgroup", nil, "run the process in an (existing) sub-cgroup(s). Format is [<controller>:]<cgroup>.")
+	fl.BoolVar(&f.ignorePaused, "ignore-paused", false, "allow exec in a paused container")
+	return cmd
+}
+
+// readProcess reads exec's --process file (a runtime-spec process object,
+// read as strictly as config.json) into ward's terms.
+func readProcess(path string) (*oci.Process, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p specs.Process
+	if err := oci.DecodeStrict(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return oci.SpecProcess(&p, "")
+}
+
+func (e *env) pauseCmd(name, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   name + " <container-id>",
+		Short: short,
+		Args:  exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if _, err := e.store.Load(args[0]); err != nil {
+				return err
+			}
+			return notImplemented(name)
+		},
+	}
+}
+
+func (e *env) updateCmd() *cobra.Command {
+	var resources string
+	cmd := &cobra.Command{
+		Use:   "update [flags] <container-id>",
+		Short: "update container resource constraints",
+		Args:  exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if _, err := e.store.Load(args[0]); err != nil {
+				return err
+			}
+			return notImplemented("update")
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&resources, "resources", "r", "", "path to the file containing the resources to update or '-' to read from the standard input")
+	var s string
+	var n int
+	fl.IntVar(&n, "blkio-weight", 0, "Specifies per cgroup weight, range is from 10 to 1000")
+	for _, f := range []struct{ name, usage string }{
+		{"cpu-period", "CPU CFS period to be used for hardcapping (in usecs). 0 to use system default"},
+		{"cpu-quota", "CPU CFS hardcap limit (in usecs). Allowed cpu time in a given period"},
+		{"cpu-burst", "CPU CFS hardcap burst limit (in usecs). Allowed accumulated cpu time additionally for burst a given period"},
+		{"cpu-share", "CPU shares (relative weight vs. other containers)"},
+		{"cpu-rt-period", "CPU realtime period to be used for hardcapping (in usecs). 0 to use system default"},
+		{"cpu-rt-runtime", "CPU realtime hardcap limit (in usecs). Allowed cpu time in a given period"},
+		{"cpuset-cpus", "CPU(s) to use"},
+		{"cpuset-mems", "Memory node(s) to use"},
+		{"kernel-memory", "(obsoleted; do not use)"},
+		{"kernel-memory-tcp", "(obsoleted; do not use)"},
+		{"memory", "Memory limit (in bytes)"},
+		{"cpu-idle", "set cgroup SCHED_IDLE or not, 0: default behavior, 1: SCHED_IDLE"},
+		{"memory-reservation", "Memory reservation or soft_limit (in bytes)"},
+		{"memory-swap", "Total memory usage (memory + swap); set '-1' to enable unlimited swap"},
+		{"l3-cache-schema", "The string of Intel RDT/CAT L3 cache schema"},
+		{"mem-bw-schema", "The string of Intel RDT/MBA memory bandwidth schema"},
+	} {
+		fl.StringVar(&s, f.name, "", f.usage)
+	}
+	fl.IntVar(&n, "pids-limit", 0, "Maximum number of pids allowed in the container")
+	return cmd
+}
+
+func (e *env) psCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "ps [flags] <container-id> [ps options]",
+		Short: "ps displays the processes running inside a container",
+		Args:  minArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return errors.New("invalid format option")
+			}
+			if _, err := e.store.Load(args[0]); err != nil {
+				return err
+			}
+			return notImplemented("ps")
+		},
+	}
+	// What follows the id is ps(1)'s own options.
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVarP(&format, "format", "f", "table", "select one of: table or json")
+	return cmd
+}
+
+func (e *env) eventsCmd() *cobra.Command {
+	var interval time.Duration
+	var stats bool
+	cmd := &cobra.Command{
+		Use:   "events [flags] <container-id>",
+		Short: "display container events such as OOM notifications, cpu, memory, and IO usage statistics",
+		Args:  exactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if interval <= 0 {
+				return errors.New("duration interval must be greater than 0")
+			}
+			if _, err := e.store.Load(args[0]); err != nil {
+				return err
+			}
+			return notImplemented("events")
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "set the stats collection interval")
+	cmd.Flags().BoolVar(&stats, "stats", false, "display the container's stats then exit")
+	return cmd
+}

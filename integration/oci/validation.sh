@@ -1,0 +1,137 @@
+#!/bin/bash
+# The OCI runtime-tools validation suite against one runtime binary.
+#
+#   integration/oci/validation.sh RUNTIME [OUT]
+#
+# RUNTIME is an OCI runtime with runc's command line (bin/ward-oci, or
+# /usr/sbin/runc to compare). The suite is built from the Go module proxy at a
+# pinned version into a temporary directory, every one of its programs is run
+# against RUNTIME, and its TAP output is counted. OUT, when given, receives the
+# TAP output of each program (NAME.tap, its stderr as NAME.err) and the summary.
+#
+# As root (the suite makes containers). Everything it makes is removed at the
+# end, whatever happened: the build and the bundles (TMPDIR is a directory of
+# its own), the containers (RUNTIME's state root is a directory of its own; the
+# programs run in a PID namespace of their own, so no process outlives it), and
+# the cgroups the suite asks for (/cgrouptest in each hierarchy, and
+# testdir/ below this script's own cgroup; it stops before running when
+# one of them is already there, as it would not be its own to remove).
+set -euo pipefail
+
+RT_MODULE=github.com/opencontainers/runtime-tools
+RT_VERSION=v0.9.1-0.20251205004911-5e639034dcdc
+PER_PROGRAM_TIMEOUT=${PER_PROGRAM_TIMEOUT:-300}
+
+usage() { echo "usage: $0 RUNTIME [OUT]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+# Absolute, but not resolved: bin/ward-oci is a link whose name matters.
+runtime=$(realpath -s "$(command -v "$1" || echo "$1")")
+[ -x "$runtime" ] || { echo "$0: $1: not an executable" >&2; exit 2; }
+out=${2:-}
+[ "$(id -u)" = 0 ] || { echo "$0: run as root: the suite makes containers" >&2; exit 2; }
+for tool in go make tar unshare timeout; do
+	command -v $tool >/dev/null || { echo "$0: $tool is missing" >&2; exit 2; }
+done
+
+# The cgroups the suite asks its containers for (runtime-tools' cgroups
+# package): absolute /cgrouptest, relative testdir/cgrouptest/container.
+cgroup_dirs() {
+	local h own
+	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+		[ -d "$h" ] && [ ! -L "$h" ] && [ -e "$h/cgroup.procs" ] || continue
+		echo "$h/cgrouptest"
+		if [ "$h" = /sys/fs/cgroup ] || [ "$h" = /sys/fs/cgroup/unified ]; then
+			own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+		else
+			own=$(awk -F: -v c="${h##*/}" '{n=split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c || a[i] == "name=" c) print $3}' /proc/self/cgroup)
+		fi
+		[ -n "$own" ] && echo "$h${own%/}/testdir"
+	done
+}
+for d in $(cgroup_dirs); do
+	if [ -e "$d" ]; then
+		echo "$0: $d is already there: not this run's to remove; remove it or run elsewhere" >&2
+		exit 1
+	fi
+done
+
+work=$(mktemp -d /tmp/ward-oci-validation.XXXXXX)
+state=$work/state
+cleanup() {
+	set +e
+	# Containers left by a failing program: their processes died with the
+	# PID namespace; their state and cgroups go here.
+	if [ -d "$state" ]; then
+		for id in $(ls "$state"); do
+			"$runtime" --root "$state" delete --force "$id" >/dev/null 2>&1
+		done
+	fi
+	# What is left of the suite's cgroups, deepest first.
+	for d in $(cgroup_dirs); do
+		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		[ -d "$d" ] && echo "$0: could not remove cgroup $d" >&2
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "== building runtime-tools $RT_VERSION (Go module proxy) in $work"
+start=$(date +%s)
+dir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "$RT_MODULE@$RT_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$dir" ] || { echo "$0: go mod download gave no directory" >&2; exit 1; }
+cp -r "$dir" "$work/rt"
+chmod -R u+w "$work/rt"
+# The module's zip has vendor/modules.txt but not the vendored code: build
+# from the module cache (-mod=mod) instead of the vendor directory.
+(cd "$work/rt" && GOFLAGS=-mod=mod make -s runtimetest validation-executables >"$work/build.log" 2>&1) ||
+	{ cat "$work/build.log" >&2; exit 1; }
+programs=$(cd "$work/rt" && make -s print-validation-tests)
+echo "   built in $(( $(date +%s) - start )) s: $(echo $programs | wc -w) programs"
+
+# RUNTIME with a state root of this run's own.
+mkdir -p "$state" "$work/tmp" "$work/tap"
+cat >"$work/runtime" <<WRAP
+#!/bin/sh
+exec "$runtime" --root "$state" "\$@"
+WRAP
+chmod +x "$work/runtime"
+
+echo "== running them against $runtime"
+start=$(date +%s)
+# In a PID namespace of their own (PID 1 there is this bash; when it ends,
+# everything left in it is killed), with /proc to match.
+unshare --pid --fork --kill-child --mount-proc env -C "$work/rt" \
+	RUNTIME="$work/runtime" TMPDIR="$work/tmp" PROGRAMS="$programs" TAPDIR="$work/tap" T="$PER_PROGRAM_TIMEOUT" \
+	bash -c 'for p in $PROGRAMS; do
+		n=$(basename "$p" .t)
+		timeout -k 5 "$T" "./$p" >"$TAPDIR/$n.tap" 2>"$TAPDIR/$n.err" || echo "exit $?" >"$TAPDIR/$n.exit"
+	done'
+secs=$(( $(date +%s) - start ))
+
+# TAP: "ok N ..." passes ("ok N # skip ..." is a skip), "not ok N ..." fails.
+# A program that cannot make its container, or whose checks run after a
+# hook, often reports its failure as a diagnostic with the plan 1..0 and no
+# test point at all: those are listed apart, as they count in neither.
+pass=0 fail=0 skip=0 noplan="" nopoint=""
+summary=$work/tap/summary.txt
+: >"$summary"
+for f in "$work"/tap/*.tap; do
+	n=$(basename "$f" .tap)
+	p=$(grep -cE '^ok [0-9]+' "$f" || true)
+	s=$(grep -ciE '^ok [0-9]+.*# *skip' "$f" || true)
+	x=$(grep -cE '^not ok [0-9]+' "$f" || true)
+	pass=$((pass + p)) skip=$((skip + s)) fail=$((fail + x))
+	grep -qE '^1\.\.[0-9]+' "$f" || noplan="$noplan $n"
+	[ $((p + x)) -gt 0 ] || nopoint="$nopoint $n"
+	printf '%-40s ok %4d (skip %3d)  not ok %3d%s\n' "$n" "$p" "$s" "$x" \
+		"$([ -e "$work/tap/$n.exit" ] && echo "  ($(cat "$work/tap/$n.exit"))")" >>"$summary"
+done
+cat "$summary"
+echo "== $runtime: ok $pass (of them skip $skip), not ok $fail, in $secs s" | tee -a "$summary"
+[ -z "$nopoint" ] || echo "== $(echo $nopoint | wc -w) programs with no test point (their failure only in a diagnostic, or ended early):$nopoint"
+[ -z "$noplan" ] || echo "== without a TAP plan (ended early):$noplan"
+if [ -n "$out" ]; then
+	mkdir -p "$out"
+	cp "$work"/tap/* "$out"/
+	echo "== TAP output in $out"
+fi

@@ -1,0 +1,198 @@
+package oci
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// The container's cgroup as the state root sees it: frozen or not, its
+// processes, its removal. Both layouts: v2 when the cgroup root holds
+// cgroup.controllers, else v1 hierarchies under it (freezer, pids, ...).
+
+func (s *Store) unified() bool {
+	_, err := os.Stat(filepath.Join(s.cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// frozen says whether the container's cgroup is frozen (paused): v2's
+// cgroup.freeze is 1, v1's freezer.state FROZEN or FREEZING.
+func (s *Store) frozen(cg string) bool {
+	cg = cleanCgroupPath(cg)
+	if cg == "" {
+		return false
+	}
+	if s.unified() {
+		b, err := os.ReadFile(filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"))
+		return err == nil && string(bytes.TrimSpace(b)) == "1"
+	}
+	b, err := os.ReadFile(filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"))
+	st := string(bytes.TrimSpace(b))
+	return err == nil && (st == "FROZEN" || st == "FREEZING")
+}
+
+// thaw unfreezes the container's cgroup (a frozen v1 task takes no signal,
+// not even SIGKILL, until then).
+func (s *Store) thaw(cg string) error {
+	cg = cleanCgroupPath(cg)
+	if cg == "" {
+		return nil
+	}
+	p, v := filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"), "0"
+	if !s.unified() {
+		p, v = filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"), "THAWED"
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0) // never created: the kernel's file or none
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		_, err = f.WriteString(v)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("thaw %s: %w", p, err)
+	}
+	return nil
+}
+
+// cgroupPids is every process in the container's cgroup (and the cgroups
+// below it): v2's tree, or the first v1 hierarchy that has the cgroup.
+func (s *Store) cgroupPids(cg string) ([]int, error) {
+	cg = cleanCgroupPath(cg)
+	if cg == "" {
+		return nil, nil
+	}
+	dirs := []string{filepath.Join(s.cgroupRoot, cg)}
+	if !s.unified() {
+		dirs = nil
+		for _, h := range []string{"pids", "freezer", "memory", "cpu", "devices", "systemd"} {
+			dirs = append(dirs, filepath.Join(s.cgroupRoot, h, cg))
+		}
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		var pids []int
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // removed while walking
+				}
+				return err
+			}
+			if e.IsDir() || e.Name() != "cgroup.procs" {
+				return nil
+			}
+			got, err := readPids(p)
+			pids = append(pids, got...)
+			return err
+		})
+		return pids, err
+	}
+	return nil, nil
+}
+
+func readPids(path string) ([]int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var pids []int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if pid, err := strconv.Atoi(string(bytes.TrimSpace(sc.Bytes()))); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, sc.Err()
+}
+
+// removeCgroup removes the container's cgroup, the cgroups below it first,
+// in the v2 tree or in every v1 hierarchy; one that is not there is fine.
+// A cgroup whose last process just died may be busy for a moment.
+func (s *Store) removeCgroup(cg string) error {
+	cg = cleanCgroupPath(cg)
+	if cg == "" {
+		return nil
+	}
+	roots := []string{s.cgroupRoot}
+	if !s.unified() {
+		roots = nil
+		ents, _ := os.ReadDir(s.cgroupRoot)
+		for _, e := range ents {
+			if e.IsDir() { // cpu,cpuacct's aliases are symlinks: once is enough
+				roots = append(roots, filepath.Join(s.cgroupRoot, e.Name()))
+			}
+		}
+	}
+	for _, r := range roots {
+		if err := rmdirTree(filepath.Join(r, cg), s.rmdir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rmdirTree removes the directories under dir deepest first, then dir,
+// with rmdir only (a cgroup's files go with it; anything else stays and is
+// an error).
+func rmdirTree(dir string, rmdir func(string) error) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := rmdirTree(filepath.Join(dir, e.Name()), rmdir); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; ; i++ {
+		err := rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || i == 50 {
+			return fmt.Errorf("remove cgroup %s: %w", dir, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// owner is the user who owns the container's directory, as the state
+// command shows it: a name, or #UID when the uid has none.
+func (s *Store) owner(id string) string {
+	fi, err := os.Stat(s.Dir(id))
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	uid := strconv.FormatUint(uint64(st.Uid), 10)
+	if u, err := user.LookupId(uid); err == nil {
+		return u.Username
+	}
+	return "#" + uid
+}
