@@ -31,6 +31,8 @@ const (
 	KindSeal    Kind = "seal"    // make the mount at Dst read-only (not recursive)
 	KindOverlay Kind = "overlay" // an overlay at Dst: host Src below, a layer in OverlayDir above
 	KindCopy    Kind = "copy"    // copy the host file Src to Dst (writable, in the root tmpfs)
+	KindSysfs   Kind = "sysfs"   // a new sysfs at Dst, read-only unless RW (an OCI container's)
+	KindMqueue  Kind = "mqueue"  // a new mqueue file system at Dst (an OCI container's)
 )
 
 // Op is one step of building the root. Paths in Dst are absolute paths

@@ -87,7 +87,7 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 	g->dir = g->file = g->path = NULL;
 	g->argv = g->envp = NULL;
 	for (int i = 0; i < WARD_MAX_FILTERS; i++) g->filters[i] = NULL;
-	g->report_fd = g->wait_fd = -1;
+	g->report_fd = g->wait_fd = g->start_fd = -1;
 	g->ncgroup = 0;
 	// The config says whether a ruleset was sent: one must have come.
 	*detail = 8;

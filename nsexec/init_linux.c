@@ -21,6 +21,8 @@
 //     forwarded signals, ends the sandbox at the time limit (a timerfd
 //     from the program's exec), and reports the program's end ("exit"),
 //     or exits when the parent closes fd 3;
+//   - or, for an OCI container (ward-oci create), becomes the program
+//     itself: the same steps, waiting on the exec fifo before exec;
 //   - or, in a long-lived sandbox, runs the commands that come over the
 //     exec socket, each from a gate the parent packed, and reports each
 //     one's start and end by ID.
@@ -178,6 +180,7 @@ static void steps_json(struct ward_json *j, const struct ward_report *rep) {
 	ward_json_open(j, "steps", '[');
 	int n = rep ? WARD_STEP_EXEC : nsteps;
 	for (int i = 0; i < n; i++) {
+		if (rep && i == WARD_STEP_WAIT_START) continue; // untimed, and only an OCI container's
 		ward_json_open(j, NULL, '{');
 		ward_json_str(j, "step", rep ? ward_step_name(i) : steps[i].name);
 		ward_json_int(j, "us", rep ? rep->us[i] : steps[i].us);
@@ -469,6 +472,7 @@ static void send_ready(void) {
 static void gate_for(struct ward_gate *g, int report_fd) {
 	g->report_fd = report_fd;
 	g->wait_fd = -1;
+	g->start_fd = -1;
 	g->ncgroup = cfg.h.ncgroup;
 	for (int i = 0; i < cfg.h.ncgroup; i++) g->cgroup_fds[i] = WARD_CGROUP_FD0 + i;
 	g->landlock_fd = out.landlock_fd;
@@ -715,6 +719,22 @@ static void __attribute__((noreturn)) run_program(void) {
 	}
 }
 
+// ---- an OCI container ----
+
+// become_container: the init of an OCI container turns into its program
+// (ward-oci create leaves no process of ward's behind: the pid the caller
+// holds, and reaps, is the program's). It runs the program's process's
+// steps itself (spawn_linux.c, the same ones), reporting on the parent's
+// report socket, and waits on the exec fifo before seccomp and exec. It
+// already leads its session (no process group of its own to make).
+static void __attribute__((noreturn)) become_container(void) {
+	struct ward_gate *g = &cfg.gate;
+	gate_for(g, cfg.h.report_fd);
+	g->start_fd = cfg.h.start_fd;
+	g->setpgid = 0;
+	ward_become(g);
+}
+
 // ---- a long-lived sandbox ----
 
 static struct cmd *cmds; // the commands not yet ended, or not yet exec'd
@@ -889,5 +909,6 @@ void ward_init_main(int argc, char **argv) {
 	run_steps(steps_after_root, sizeof(steps_after_root) / sizeof(steps_after_root[0]));
 	send_ready();
 	if (cfg.h.flags & WARD_INIT_SESSION) serve_session();
+	if (cfg.h.flags & WARD_INIT_OCI) become_container();
 	run_program();
 }

@@ -23,7 +23,8 @@ enum {
 	WARD_INIT_SESSION = 1 << 1,     // a long-lived sandbox: serve exec requests, no program of its own
 	WARD_INIT_TTY = 1 << 2,         // the program shares the caller's terminal (signal rules)
 	WARD_INIT_BECOME_ROOT = 1 << 3, // cloned unmapped: setresuid(0) once the parent mapped the ids
-	WARD_INIT_ALL_FLAGS = (1 << 4) - 1,
+	WARD_INIT_OCI = 1 << 4,         // an OCI container: the init becomes the program itself (start_fd, report_fd)
+	WARD_INIT_ALL_FLAGS = (1 << 5) - 1,
 };
 
 struct ward_init_hdr {
@@ -37,6 +38,8 @@ struct ward_init_hdr {
 	int32_t relay_fd;      // the fd the relay keeps open: the proxy's socket (-1: none)
 	uint32_t relay_argc;   // the relay's arguments (0 with no relay)
 	uint32_t hostname_len, relay_len, root_len, gate_len;
+	int32_t start_fd;  // OCI: an O_PATH fd on the exec fifo the program waits on (-1: none)
+	int32_t report_fd; // OCI: the gate's report socket, read by the parent itself (-1: none)
 	uint32_t pad;
 };
 

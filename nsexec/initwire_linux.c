@@ -70,9 +70,13 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	*detail = 5;
 	// An fd is -1 (none) or above the protocol socket; the relay needs
 	// both of its fds or neither.
-	const int32_t fds[3] = {h->exec_fd, h->relay_exe_fd, h->relay_fd};
-	for (int i = 0; i < 3; i++)
+	const int32_t fds[5] = {h->exec_fd, h->relay_exe_fd, h->relay_fd, h->start_fd, h->report_fd};
+	for (int i = 0; i < 5; i++)
 		if (fds[i] < -1 || (fds[i] >= 0 && fds[i] <= WARD_PROTO_FD)) return -EBADMSG;
+	// An OCI container has both the exec fifo and the report socket, and
+	// is not a long-lived sandbox; anything else has neither.
+	int oci = !!(h->flags & WARD_INIT_OCI);
+	if ((h->start_fd >= 0) != oci || (h->report_fd >= 0) != oci || (oci && (h->flags & WARD_INIT_SESSION))) return -EBADMSG;
 	if (h->ncgroup < 0 || h->ncgroup > WARD_MAX_CGROUPS || (h->relay_exe_fd < 0) != (h->relay_fd < 0) ||
 	    (h->relay_exe_fd < 0) != (h->relay_argc == 0) || (h->exec_fd >= 0) != !!(h->flags & WARD_INIT_SESSION))
 		return -EBADMSG;

@@ -23,7 +23,7 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 	for _, f := range []struct {
 		on   bool
 		flag C.uint32_t
-	}{{spec.LoopbackUp, C.WARD_INIT_LOOPBACK}, {spec.Session, C.WARD_INIT_SESSION}, {spec.TTY, C.WARD_INIT_TTY}, {spec.BecomeRoot, C.WARD_INIT_BECOME_ROOT}} {
+	}{{spec.LoopbackUp, C.WARD_INIT_LOOPBACK}, {spec.Session, C.WARD_INIT_SESSION}, {spec.TTY, C.WARD_INIT_TTY}, {spec.BecomeRoot, C.WARD_INIT_BECOME_ROOT}, {spec.OCI, C.WARD_INIT_OCI}} {
 		if f.on {
 			h.flags |= f.flag
 		}
@@ -31,6 +31,10 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 	h.time_limit_us = C.int64_t(spec.TimeLimitUs)
 	h.ncgroup = C.int32_t(spec.CgroupFDs)
 	h.exec_fd, h.relay_exe_fd, h.relay_fd = -1, -1, -1
+	h.start_fd, h.report_fd = -1, -1
+	if spec.OCI {
+		h.start_fd, h.report_fd = C.int32_t(spec.StartFD), C.int32_t(spec.ReportFD)
+	}
 	if spec.Session {
 		h.exec_fd = C.int32_t(spec.ExecFD)
 		h.time_limit_us = 0

@@ -54,6 +54,13 @@ type Options struct {
 	// process writes itself into (spec.CgroupFDs of them), then the
 	// sources the plan names by fd.
 	Files []*os.File
+	// OCI (Create): the init outlives its parent (no parent-death
+	// signal); CloneFlags, when not 0, are the namespaces to make (a new
+	// user and mount namespace always); UIDMap and GIDMap, when set,
+	// replace ward's mapping.
+	OCI            bool
+	CloneFlags     uintptr
+	UIDMap, GIDMap []syscall.SysProcIDMap
 }
 
 // firstFD is the first fd the init inherits past its protocol socket (3).
@@ -157,8 +164,11 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	if !opt.HostNetwork {
 		flags |= unix.CLONE_NEWNET
 	}
+	if opt.CloneFlags != 0 {
+		flags = opt.CloneFlags | unix.CLONE_NEWUSER | unix.CLONE_NEWNS
+	}
 	args := []string{initArgv0, initArg}
-	if !opt.Session {
+	if !opt.Session && !opt.OCI {
 		// The init forks the program's process first thing, and tells it
 		// how many cgroup.procs fds to write (spawn_linux.c).
 		args = append(args, strconv.Itoa(spec.CgroupFDs))
@@ -187,6 +197,12 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 			Pdeathsig:  syscall.SIGKILL,
 			Setsid:     !opt.TTY,
 		},
+	}
+	if opt.OCI {
+		cmd.SysProcAttr.Pdeathsig = 0
+		if opt.UIDMap != nil {
+			cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = opt.UIDMap, opt.GIDMap
+		}
 	}
 	full := RootlessFullMapping()
 	switch {

@@ -274,6 +274,19 @@ static int mount_new(const char *type, const char *dst, mode_t mode, unsigned lo
 	return 0;
 }
 
+// sysfs mounts a new sysfs at dst (an OCI container's): the kernel allows
+// one only in a network namespace of the container's own; elsewhere the
+// host's /sys is bound, read-only, as runc does for a rootless container.
+static int sysfs(const struct ward_root_op *op, struct ward_root_out *out) {
+	unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
+	int e = mkdir_all(op->dst, 0555);
+	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
+	if (mount("sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
+	if (errno != EPERM) return FAIL("mount sysfs", op->dst);
+	return bind(WARD_OLD_ROOT "/sys", op->dst, 0, out);
+}
+
 // apply runs one operation of the plan.
 static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	char src[WARD_ROOT_MAX_PATH];
@@ -311,6 +324,10 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	case WARD_OP_COPY:
 		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "read", op->src, e);
 		return copy_file(src, op->dst, out);
+	case WARD_OP_SYSFS:
+		return sysfs(op, out);
+	case WARD_OP_MQUEUE:
+		return mount_new("mqueue", op->dst, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
 	}
 	return ward_root_fail(out, "plan", op->dst, EINVAL);
 }

@@ -42,7 +42,9 @@ enum {
 	WARD_OP_SEAL,     // make the mount at dst read-only (not recursive)
 	WARD_OP_OVERLAY,  // an overlay at dst: host src (or src_fd) below, a layer above
 	WARD_OP_COPY,     // copy the host file src to dst
-	WARD_OP_LAST = WARD_OP_COPY,
+	WARD_OP_SYSFS,    // a new sysfs at dst, read-only unless RW (the host's /sys bound read-only where the kernel refuses one)
+	WARD_OP_MQUEUE,   // a new mqueue file system at dst
+	WARD_OP_LAST = WARD_OP_MQUEUE,
 };
 
 // An operation's flags.

@@ -60,7 +60,7 @@ var opKinds = map[fs.Kind]uint8{
 	fs.KindBind: C.WARD_OP_BIND, fs.KindTmpfs: C.WARD_OP_TMPFS, fs.KindProc: C.WARD_OP_PROC,
 	fs.KindDevpts: C.WARD_OP_DEVPTS, fs.KindSymlink: C.WARD_OP_SYMLINK, fs.KindFile: C.WARD_OP_FILE,
 	fs.KindMask: C.WARD_OP_MASK, fs.KindRebind: C.WARD_OP_REBIND, fs.KindSeal: C.WARD_OP_SEAL,
-	fs.KindOverlay: C.WARD_OP_OVERLAY, fs.KindCopy: C.WARD_OP_COPY,
+	fs.KindOverlay: C.WARD_OP_OVERLAY, fs.KindCopy: C.WARD_OP_COPY, fs.KindSysfs: C.WARD_OP_SYSFS, fs.KindMqueue: C.WARD_OP_MQUEUE,
 }
 
 // packRoot packs spec's root for the init: its plan, user mounts, deny

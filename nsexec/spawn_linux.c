@@ -161,9 +161,10 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, tmp[i] = sys(SYS_fcntl, g->stdio[i], F_DUPFD_CLOEXEC, 10, 0, 0), i);
 		for (int i = 0; i < 3; i++) CHECK(WARD_STEP_STDIO, sys(SYS_dup3, tmp[i], i, 0, 0, 0), i);
 	}
-	int keep[WARD_MAX_CGROUPS + 3], nkeep = 0;
+	int keep[WARD_MAX_CGROUPS + 4], nkeep = 0;
 	for (int i = 0; i < g->ncgroup; i++) keep[nkeep++] = g->cgroup_fds[i];
 	if (g->wait_fd >= 0) keep[nkeep++] = g->wait_fd;
+	if (g->start_fd >= 0) keep[nkeep++] = g->start_fd;
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	keep[nkeep++] = g->report_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
@@ -207,9 +208,10 @@ static void step_release(struct ward_gate *g, struct ward_report *r, const struc
 		while (n == -EINTR);
 		if (n != 1) sys(SYS_exit_group, WARD_EXIT_SETUP, 0, 0, 0, 0); // the init gave up: it reports why
 	}
-	int keep[2], nkeep = 0;
+	int keep[3], nkeep = 0;
 	keep[nkeep++] = g->report_fd;
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
+	if (g->start_fd >= 0) keep[nkeep++] = g->start_fd;
 	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
 }
 
@@ -331,6 +333,51 @@ static void step_workdir(struct ward_gate *g, struct ward_report *r, const struc
 	CHECK(WARD_STEP_WORKDIR, sys(SYS_chdir, (long)g->dir, 0, 0, 0, 0), 0);
 }
 
+// fd_path writes "/proc/self/fd/N" into buf (32 bytes): no stdio here.
+static void fd_path(char *buf, int fd) {
+	static const char pre[] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0;
+	do digits[n++] = (char)('0' + fd % 10);
+	while ((fd /= 10) > 0 && n < (int)sizeof(digits));
+	memcpy(buf, pre, sizeof(pre) - 1);
+	for (int i = 0; i < n; i++) buf[sizeof(pre) - 1 + i] = digits[n - 1 - i];
+	buf[sizeof(pre) - 1 + n] = 0;
+}
+
+// wait-start (an OCI container's create): tell the parent this process
+// is set up (it is in its cgroup, with its credentials), then open the
+// exec fifo for writing, which blocks until `start` opens it for reading,
+// and write one byte: the program runs from here on. After the report
+// nobody reads the report socket any more: it is closed, and a later
+// failure is only this process's exit status (71, or 127 for exec).
+// The fifo is reached through /proc/self/fd (the container's procfs):
+// its path on the host is out of reach since the pivot. Dumpable again so
+// that /proc/self/fd stays searchable under any user (exec would make it
+// dumpable anyway).
+static void step_wait_start(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	if (g->start_fd < 0) return;
+	CHECK(WARD_STEP_WAIT_START, sys(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
+	char path[32];
+	fd_path(path, g->start_fd);
+	struct ward_report w = {.kind = WARD_REPORT_WAITING};
+	report(g->report_fd, &w);
+	sys(SYS_close, g->report_fd, 0, 0, 0, 0);
+	g->report_fd = -1;
+	long fd;
+	do fd = sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CLOEXEC, 0, 0);
+	while (fd == -EINTR);
+	CHECK(WARD_STEP_WAIT_START, fd, 1);
+	long n;
+	do n = sys(SYS_write, fd, (long)"0", 1, 0, 0);
+	while (n == -EINTR);
+	CHECK(WARD_STEP_WAIT_START, n, 2);
+	sys(SYS_close, fd, 0, 0, 0, 0);
+	sys(SYS_close, g->start_fd, 0, 0, 0, 0);
+	g->start_fd = -1;
+}
+
 // seccomp: last, as close to exec as it can be: every step above may use
 // system calls the policy denies.
 static void step_seccomp(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
@@ -421,6 +468,7 @@ static const struct {
 	{WARD_STEP_NNP, step_nnp},
 	{WARD_STEP_LANDLOCK, step_landlock},
 	{WARD_STEP_WORKDIR, step_workdir},
+	{-1, step_wait_start}, // untimed: it waits for start
 	{WARD_STEP_SECCOMP, step_seccomp},
 };
 
@@ -441,6 +489,8 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 	sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0);
 	step_exec(g, &r);
 }
+
+void __attribute__((noreturn)) ward_become(struct ward_gate *g) { child(g, NULL); }
 
 int ward_spawn(struct ward_gate *g) {
 	// No signal may run a handler of the caller's in the child: block them all around

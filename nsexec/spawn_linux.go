@@ -75,7 +75,7 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 	for i := 0; i < spec.CgroupFDs; i++ {
 		g.cgroup_fds[i] = C.int(C.WARD_CGROUP_FD0 + i)
 	}
-	g.wait_fd, g.report_fd = -1, -1
+	g.wait_fd, g.report_fd, g.start_fd = -1, -1, -1
 	g.nofile, g.nofile_hard = C.uint64_t(spec.NoFile), C.uint64_t(spec.NoFileHard)
 	g.cpu_seconds, g.file_size = C.uint64_t(spec.CPUSeconds), C.uint64_t(spec.FileSize)
 	if spec.FileSize > 0 {

@@ -27,6 +27,7 @@
 	X(NNP, "no-new-privs")                    \
 	X(LANDLOCK, "landlock")                   \
 	X(WORKDIR, "enter-workdir")               \
+	X(WAIT_START, "wait-start") /* OCI: the exec fifo */ \
 	X(SECCOMP, "seccomp")                     \
 	X(EXEC, "exec")                           \
 	X(FORK, "fork-program") /* the early child could not take its config */
@@ -53,6 +54,7 @@ enum {
 	WARD_REPORT_ERROR,
 	WARD_REPORT_EXEC_ERROR,
 	WARD_REPORT_LISTENER,
+	WARD_REPORT_WAITING, // OCI: set up, waiting on the exec fifo for start
 };
 
 struct ward_report {
@@ -71,6 +73,7 @@ struct ward_gate {
 	int ncgroup;
 	int cgroup_fds[WARD_MAX_CGROUPS];
 	int wait_fd;   // read one byte here after entering the cgroup (-1: don't)
+	int start_fd;  // OCI: an O_PATH fd on the exec fifo, opened for writing before seccomp (-1: none)
 	int report_fd; // SOCK_SEQPACKET, CLOEXEC
 	uint64_t nofile, nofile_hard, cpu_seconds, file_size; // nofile_hard 0: nofile
 	int ignore_xfsz;
@@ -90,6 +93,9 @@ struct ward_gate {
 };
 
 int ward_spawn(struct ward_gate *g);
+// ward_become runs g's steps in the calling process and execs (an OCI
+// container's init becomes its program); it returns only by exiting.
+void __attribute__((noreturn)) ward_become(struct ward_gate *g);
 int ward_send_gate_to(struct ward_gate *g, int fd);
 void __attribute__((noreturn)) ward_early_child(int fd, int ncg);
 extern int ward_early_pid, ward_early_fd;

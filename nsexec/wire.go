@@ -131,6 +131,12 @@ type Spec struct {
 	// per SEQPACKET message) and reports each one's start and end by ID.
 	Session bool `json:"session,omitempty"`
 	ExecFD  int  `json:"exec_fd,omitempty"`
+	// OCI: an OCI container (Create). The init becomes the program
+	// itself, reporting its steps on ReportFD and waiting on the exec
+	// fifo (StartFD, an O_PATH fd) before seccomp and exec.
+	OCI      bool `json:"oci,omitempty"`
+	StartFD  int  `json:"start_fd,omitempty"`
+	ReportFD int  `json:"report_fd,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.

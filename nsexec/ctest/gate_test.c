@@ -284,7 +284,7 @@ static struct ward_gate true_gate(const char *file) {
 	memset(&g, 0, sizeof(g));
 	g.stdio[0] = g.stdio[1] = g.stdio[2] = -1;
 	g.setpgid = 1;
-	g.wait_fd = g.report_fd = g.landlock_fd = -1;
+	g.wait_fd = g.report_fd = g.landlock_fd = g.start_fd = -1;
 	g.nofile = 256;
 	g.uid = g.gid = 65534;
 	g.dir = "/";

@@ -51,7 +51,7 @@ static char *program_gate(size_t *n) {
 	memset(&g, 0, sizeof(g));
 	g.stdio[0] = g.stdio[1] = g.stdio[2] = -1;
 	g.setpgid = 1;
-	g.wait_fd = g.report_fd = g.landlock_fd = -1;
+	g.wait_fd = g.report_fd = g.landlock_fd = g.start_fd = -1;
 	g.uid = g.gid = 1000;
 	g.nofile = 64;
 	g.dir = "/home/sandbox";
@@ -74,6 +74,7 @@ static struct parts sample(char *gate, size_t gate_len) {
 	p.h.time_limit_us = 1500000;
 	p.h.ncgroup = 2;
 	p.h.exec_fd = -1;
+	p.h.start_fd = p.h.report_fd = -1;
 	p.h.relay_exe_fd = 10;
 	p.h.relay_fd = 9;
 	p.h.relay_argc = 5;
@@ -195,6 +196,10 @@ static void test_config_malformed(void) {
 	BAD("relay arguments without fds", (p.h.relay_exe_fd = p.h.relay_fd = -1), 5);
 	BAD("an exec socket without a session", p.h.exec_fd = 7, 5);
 	BAD("a session without an exec socket", p.h.flags |= WARD_INIT_SESSION, 4); // with its time limit
+	BAD("an OCI container without its fds", p.h.flags |= WARD_INIT_OCI, 5);
+	BAD("an exec fifo without OCI", p.h.start_fd = 11, 5);
+	BAD("an OCI report socket on fd 3", (p.h.flags |= WARD_INIT_OCI, p.h.start_fd = 11, p.h.report_fd = 3), 5);
+	BAD("an OCI container's report socket alone", (p.h.flags |= WARD_INIT_OCI, p.h.report_fd = 12), 5);
 	BAD("hostname of 65 bytes", p.hostname = "0123456789012345678901234567890123456789012345678901234567890123x", 7);
 	BAD("relay strings short of argc", p.h.relay_argc = 6, 8);
 	BAD("relay strings past argc", p.h.relay_argc = 4, 8);

@@ -71,6 +71,9 @@ func (e *env) run(args []string) int {
 	if err == nil {
 		return 0
 	}
+	if code, ok := ExitCode(err); ok {
+		return code // run: the program's own status, not a failure of ward-oci's
+	}
 	e.fail(err)
 	return 1
 }

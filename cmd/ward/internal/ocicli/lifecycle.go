@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
 
 	"github.com/wardbox/ward/oci"
@@ -53,17 +54,17 @@ func (f *createFlags) bind(cmd *cobra.Command, run bool) {
 // prepare checks what create and run are given, as far as it goes without
 // starting anything: the id is free, config.json is one ward can honour,
 // a terminal comes with a console socket and only then.
-func (e *env) prepare(f *createFlags, id string) (*oci.Container, error) {
+func (e *env) prepare(f *createFlags, id string) (*oci.Container, *specs.Spec, error) {
 	if err := oci.ValidateID(id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := e.store.Load(id); err == nil {
-		return nil, fmt.Errorf("%s: %w", id, oci.ErrExist)
+		return nil, nil, fmt.Errorf("%s: %w", id, oci.ErrExist)
 	} else if !errors.Is(err, oci.ErrNotExist) {
-		return nil, err
+		return nil, nil, err
 	}
 	if f.preserveFDs < 0 {
-		return nil, fmt.Errorf("--preserve-fds %d: want 0 or more", f.preserveFDs)
+		return nil, nil, fmt.Errorf("--preserve-fds %d: want 0 or more", f.preserveFDs)
 	}
 	bundle := f.bundle
 	if bundle == "" {
@@ -71,24 +72,24 @@ func (e *env) prepare(f *createFlags, id string) (*oci.Container, error) {
 	}
 	bundle, err := filepath.Abs(bundle)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := oci.ReadSpec(bundle)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rootless, _ := e.isRootless()
 	c, err := oci.Spec(s, oci.SpecOptions{ID: id, Bundle: bundle, SystemdCgroup: e.g.systemdCgroup, Rootless: rootless})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fi, err := os.Stat(c.Root); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("root.path %s: not a directory (%v)", c.Root, err)
+		return nil, nil, fmt.Errorf("root.path %s: not a directory (%v)", c.Root, err)
 	}
 	if err := checkConsole(c.Process.Terminal, !f.runCmd || f.detach, f.consoleSocket); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, s, nil
 }
 
 // checkConsole is runc's rule: a detached process with a terminal needs a
@@ -122,10 +123,15 @@ func (e *env) createCmd(run bool) *cobra.Command {
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if _, err := e.prepare(f, args[0]); err != nil {
+			c, s, err := e.prepare(f, args[0])
+			if err != nil {
 				return err
 			}
-			return notImplemented(name)
+			if run {
+				return e.runContainer(f, c, s)
+			}
+			_, err = e.create(f, c, s)
+			return err
 		},
 	}
 	f.bind(cmd, run)
@@ -148,7 +154,7 @@ func (e *env) startCmd() *cobra.Command {
 			case oci.Running, oci.Paused:
 				return errors.New("cannot start an already running container")
 			}
-			return notImplemented("start")
+			return e.store.ReleaseExecFifo(st)
 		},
 	}
 }

@@ -1,0 +1,134 @@
+package ocicli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/nsexec"
+	"github.com/wardbox/ward/oci"
+)
+
+// create sets the container up and leaves its process waiting on the exec
+// fifo (docs/oci.md, "The lifecycle"): the state, the fifo, the cgroup,
+// then ward's init, which becomes the container's process. It returns the
+// state; on error nothing of the container is left.
+func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (st *oci.State, err error) {
+	launch, err := oci.NewLaunch(c, nil) // checked before anything is made
+	if err != nil {
+		return nil, err
+	}
+	cg := c.Cgroup.Path
+	if c.Cgroup.Relative {
+		own, err := e.store.OwnCgroup()
+		if err != nil {
+			return nil, err
+		}
+		cg = path.Join(own, cg)
+	}
+	st = &oci.State{ID: c.ID, Bundle: c.Bundle, Rootfs: c.Root, Created: time.Now().UTC(),
+		Annotations: c.Annotations, CgroupPath: cg, Config: s}
+	if err := e.store.Create(st); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.InitPid = 0
+			_ = e.store.Delete(st, true)
+		}
+	}()
+	uid, gid := c.RootOnHost()
+	fifo, err := e.store.MakeExecFifo(c.ID, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := e.store.MakeCgroup(cg, &c.Resources)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, p := range procs {
+			p.Close()
+		}
+	}()
+	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), procs
+	pid, err := nsexec.Create(launch.Spec, fifo, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, launch.Opt)
+	if err != nil {
+		return nil, err
+	}
+	st.InitPid = pid
+	if st.InitStart, err = oci.ProcessStartTime(pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return nil, fmt.Errorf("the container's process %d: %w", pid, err)
+	}
+	if err := e.store.Save(st); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return nil, err
+	}
+	if f.pidFile != "" {
+		if err := oci.WritePidFile(f.pidFile, pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// exitError is the program's exit status, for run to exit with.
+type exitError struct{ code int }
+
+func (x *exitError) Error() string { return fmt.Sprintf("the container's process exited %d", x.code) }
+
+// ExitCode is the status run exits with (0 for any other error: 1).
+func ExitCode(err error) (int, bool) {
+	var x *exitError
+	if errors.As(err, &x) {
+		return x.code, true
+	}
+	return 0, false
+}
+
+// runContainer is create, start and, in the foreground, a wait for the program
+// (ward-oci is its parent), then delete unless --keep; it exits with the
+// program's status (128+N for a signal N, as runc).
+func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) error {
+	if f.detach {
+		return errors.New("run --detach: not supported yet: use create and start")
+	}
+	st, err := e.create(f, c, s)
+	if err != nil {
+		return err
+	}
+	if err := e.store.ReleaseExecFifo(st); err != nil {
+		_ = e.store.Delete(st, true)
+		return err
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err = unix.Wait4(st.InitPid, &ws, 0, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if !f.keep {
+		if derr := e.store.Delete(st, true); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}

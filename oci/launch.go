@@ -1,0 +1,142 @@
+package oci
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/nsexec"
+	"github.com/wardbox/ward/seccomp"
+)
+
+// Launch is a Container in the launcher's terms: the init's spec and how
+// to clone it (nsexec.Create).
+type Launch struct {
+	Spec *nsexec.Spec
+	Opt  nsexec.Options
+}
+
+// lifecycleUnsupported is the first field of c that the lifecycle does not
+// set up yet (config.json's reading accepts more than create can honour).
+func lifecycleUnsupported(c *Container) error {
+	p := c.Process
+	for _, f := range []struct {
+		field string
+		set   bool
+		why   string
+	}{
+		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
+		{"process.user.additionalGids", len(p.AdditionalGids) > 0, "supplementary groups are not set up yet"},
+		{"process.user.umask", p.Umask != nil && *p.Umask != 0o022, "the umask is not set up yet"},
+		{"process.capabilities", p.Capabilities != nil && *p.Capabilities != (Capabilities{}),
+			"the container's process runs with no capabilities: ward drops them all"},
+		{"process.oomScoreAdj", p.OOMScoreAdj != nil, "not set up yet"},
+		{"domainname", c.Domainname != "", "not set up yet"},
+		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
+		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
+		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
+		{"hooks", c.Hooks != nil && (len(c.Hooks.Prestart)+len(c.Hooks.CreateRuntime)+len(c.Hooks.CreateContainer)+
+			len(c.Hooks.StartContainer)+len(c.Hooks.Poststart)+len(c.Hooks.Poststop)) > 0, "hooks are not run yet"},
+		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
+		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
+	} {
+		if f.set {
+			return unsupported(f.field, f.why)
+		}
+	}
+	for i, r := range p.Rlimits {
+		if r.Resource != unix.RLIMIT_NOFILE {
+			return unsupported(fmt.Sprintf("process.rlimits[%d]", i), "only RLIMIT_NOFILE is set up yet")
+		}
+	}
+	for i, ns := range c.Namespaces {
+		if ns.Path != "" {
+			return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "joining a namespace is not set up yet")
+		}
+		if ns.Type == "time" {
+			return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
+		}
+	}
+	// ward's init is PID 1 of a PID namespace of its own, and sets the
+	// hostname in a UTS namespace of its own.
+	for _, need := range []string{"pid", "uts"} {
+		if c.namespace(need) == nil {
+			return unsupported("linux.namespaces", fmt.Sprintf("ward needs a new %s namespace", need))
+		}
+	}
+	return nil
+}
+
+// NewLaunch turns c into the init's spec: the root plan, the program,
+// its user, limits and seccomp filter, and the namespaces to make.
+// cgroupFDs is how many cgroup.procs files the caller passes first
+// (Files), which the container's process writes itself into.
+func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
+	if err := lifecycleUnsupported(c); err != nil {
+		return nil, err
+	}
+	plan, err := Plan(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.mountsDev() {
+		// The devices ward binds into /dev are allowed after
+		// config.json's rules, as runc allows its default devices.
+		for _, d := range [][2]int64{{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}, {136, -1}} {
+			c.Resources.Devices = append(c.Resources.Devices, DeviceRule{Allow: true, Type: 'c', Major: d[0], Minor: d[1], Access: "rwm"})
+		}
+	}
+	p := c.Process
+	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, Hostname: c.Hostname, Plan: plan,
+		UID: int(p.UID), GID: int(p.GID), NoFile: 1024, CgroupFDs: len(cgroupFiles)}
+	for _, r := range p.Rlimits {
+		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+	}
+	if spec.NoFileHard == 0 && spec.NoFile == 0 {
+		spec.NoFile = 1024
+	}
+	if c.Seccomp != nil {
+		prog, err := c.Seccomp.Compile()
+		if err != nil {
+			return nil, invalid("linux.seccomp", "%v", err)
+		}
+		spec.Seccomp = []seccomp.Program{prog}
+	}
+	var flags uintptr
+	for _, ns := range c.Namespaces {
+		flags |= ns.Flag
+	}
+	spec.LoopbackUp = flags&unix.CLONE_NEWNET != 0
+	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles}
+	if len(c.UIDMappings) > 0 {
+		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
+	}
+	return &Launch{Spec: spec, Opt: opt}, nil
+}
+
+func idMaps(m []IDMapping) []syscall.SysProcIDMap {
+	out := make([]syscall.SysProcIDMap, len(m))
+	for i, l := range m {
+		out[i] = syscall.SysProcIDMap{ContainerID: int(l.ContainerID), HostID: int(l.HostID), Size: int(l.Size)}
+	}
+	return out
+}
+
+// RootOnHost is the host uid and gid the container's root is (the exec
+// fifo's owner): its user namespace's mapping of 0, or ward's.
+func (c *Container) RootOnHost() (uid, gid int) {
+	uid, gid = nsexec.HostUIDBase, nsexec.HostUIDBase
+	for _, m := range c.UIDMappings {
+		if m.ContainerID == 0 {
+			uid = int(m.HostID)
+		}
+	}
+	for _, m := range c.GIDMappings {
+		if m.ContainerID == 0 {
+			gid = int(m.HostID)
+		}
+	}
+	return uid, gid
+}
