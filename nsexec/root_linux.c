@@ -135,21 +135,40 @@ static int make_target(const char *dst, int dir, struct ward_root_out *out) {
 	return 0;
 }
 
-// bind mounts src at dst recursively, then sets nosuid, nodev (unless
-// WARD_OP_DEV), read-only (unless WARD_OP_RW) and noexec (with
-// WARD_OP_NOEXEC) on the whole subtree.
+// bind_attrs sets nosuid, nodev (unless WARD_OP_DEV), read-only (unless
+// WARD_OP_RW) and noexec (with WARD_OP_NOEXEC) on the whole subtree at
+// dst, a bind just made.
+static int bind_attrs(const char *dst, unsigned flags, struct ward_root_out *out) {
+	uint64_t attrs = MOUNT_ATTR_NOSUID;
+	if (!(flags & WARD_OP_DEV)) attrs |= MOUNT_ATTR_NODEV;
+	if (!(flags & WARD_OP_RW)) attrs |= MOUNT_ATTR_RDONLY;
+	if (flags & WARD_OP_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+	int e = ward_root_setattr(AT_FDCWD, dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, attrs);
+	if (e) return ward_root_fail(out, "mount_setattr", dst, e);
+	return ward_root_check_ro(dst, !(flags & WARD_OP_RW), out);
+}
+
+// bind mounts src at dst recursively, then sets its attributes.
 static int bind(const char *src, const char *dst, unsigned flags, struct ward_root_out *out) {
 	struct stat st;
 	if (stat(src, &st) < 0) return FAIL("stat bind source", src);
 	int e = make_target(dst, S_ISDIR(st.st_mode), out);
 	if (e) return e;
 	if (mount(src, dst, "", MS_BIND | MS_REC, "") < 0) return FAIL("bind", dst);
-	uint64_t attrs = MOUNT_ATTR_NOSUID;
-	if (!(flags & WARD_OP_DEV)) attrs |= MOUNT_ATTR_NODEV;
-	if (!(flags & WARD_OP_RW)) attrs |= MOUNT_ATTR_RDONLY;
-	if (flags & WARD_OP_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-	if ((e = ward_root_setattr(AT_FDCWD, dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, attrs))) return ward_root_fail(out, "mount_setattr", dst, e);
-	return ward_root_check_ro(dst, !(flags & WARD_OP_RW), out);
+	return bind_attrs(dst, flags, out);
+}
+
+// bind_fd attaches at dst the detached clone (open_tree) the parent made
+// of a source on the host and passed as fd: a source the init may not
+// reach by its path (in a directory only host root may search, as an OCI
+// bundle's often is). Then as bind.
+static int bind_fd(int fd, const char *dst, unsigned flags, struct ward_root_out *out) {
+	struct stat st;
+	if (fstat(fd, &st) < 0) return FAIL("stat bind source", dst);
+	int e = make_target(dst, S_ISDIR(st.st_mode), out);
+	if (e) return e;
+	if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) return FAIL("move_mount", dst);
+	return bind_attrs(dst, flags, out);
 }
 
 // seal makes the single mount at path read-only.
@@ -295,6 +314,7 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	int e;
 	switch (op->kind) {
 	case WARD_OP_BIND:
+		if (op->src_fd > 0) return bind_fd(op->src_fd, op->dst, op->flags, out);
 		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "stat bind source", op->src, e);
 		return bind(src, op->dst, op->flags, out);
 	case WARD_OP_TMPFS:

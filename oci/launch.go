@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wardbox/ward/fs"
 	"github.com/wardbox/ward/nsexec"
 	"github.com/wardbox/ward/seccomp"
 )
@@ -22,6 +23,11 @@ type Launch struct {
 // set up yet (config.json's reading accepts more than create can honour).
 func lifecycleUnsupported(c *Container) error {
 	p := c.Process
+	hooks := 0
+	if h := c.Hooks; h != nil {
+		//lint:ignore SA1019 prestart is deprecated but still in the spec, and callers still use it
+		hooks = len(h.Prestart) + len(h.CreateRuntime) + len(h.CreateContainer) + len(h.StartContainer) + len(h.Poststart) + len(h.Poststop)
+	}
 	for _, f := range []struct {
 		field string
 		set   bool
@@ -37,8 +43,7 @@ func lifecycleUnsupported(c *Container) error {
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
 		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
-		{"hooks", c.Hooks != nil && (len(c.Hooks.Prestart)+len(c.Hooks.CreateRuntime)+len(c.Hooks.CreateContainer)+
-			len(c.Hooks.StartContainer)+len(c.Hooks.Poststart)+len(c.Hooks.Poststop)) > 0, "hooks are not run yet"},
+		{"hooks", hooks > 0, "hooks are not run yet"},
 		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
@@ -114,6 +119,32 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
 	}
 	return &Launch{Spec: spec, Opt: opt}, nil
+}
+
+// AttachSources clones every bind's source on the host (open_tree: a
+// detached copy of the mount tree) and hands it to the init by fd
+// (files.Add), so that the init, root of a user namespace of its own,
+// attaches it without looking the path up: an OCI bundle's directories
+// are often searchable by host root only. The caller closes the files.
+func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
+	var trees []*os.File
+	for i := range l.Spec.Plan.Ops {
+		op := &l.Spec.Plan.Ops[i]
+		if op.Kind != fs.KindBind {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, op.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			for _, t := range trees {
+				t.Close()
+			}
+			return nil, fmt.Errorf("clone the bind source %s: %w", op.Src, err)
+		}
+		t := os.NewFile(uintptr(fd), op.Src)
+		trees = append(trees, t)
+		op.SrcFD = files.Add(t)
+	}
+	return trees, nil
 }
 
 func idMaps(m []IDMapping) []syscall.SysProcIDMap {

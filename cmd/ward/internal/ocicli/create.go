@@ -18,7 +18,7 @@ import (
 // fifo (docs/oci.md, "The lifecycle"): the state, the fifo, the cgroup,
 // then ward's init, which becomes the container's process. It returns the
 // state; on error nothing of the container is left.
-func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (st *oci.State, err error) {
+func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.State, err error) {
 	launch, err := oci.NewLaunch(c, nil) // checked before anything is made
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (st *oci.S
 		}
 		cg = path.Join(own, cg)
 	}
-	st = &oci.State{ID: c.ID, Bundle: c.Bundle, Rootfs: c.Root, Created: time.Now().UTC(),
+	st := &oci.State{ID: c.ID, Bundle: c.Bundle, Rootfs: c.Root, Created: time.Now().UTC(),
 		Annotations: c.Annotations, CgroupPath: cg, Config: s}
 	if err := e.store.Create(st); err != nil {
 		return nil, err
@@ -56,7 +56,20 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (st *oci.S
 			p.Close()
 		}
 	}()
-	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), procs
+	var files nsexec.Files
+	for _, p := range procs {
+		files.Add(p)
+	}
+	trees, err := launch.AttachSources(&files)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, t := range trees {
+			t.Close()
+		}
+	}()
+	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	pid, err := nsexec.Create(launch.Spec, fifo, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, launch.Opt)
 	if err != nil {
 		return nil, err
