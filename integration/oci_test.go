@@ -60,7 +60,7 @@ func newOCIEnv(t *testing.T) *ociEnv {
 	if err := os.WriteFile(filepath.Join(rootfs, "bin", "busybox"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"sh", "echo", "sleep", "cat", "id", "hostname", "true"} {
+	for _, c := range []string{"sh", "echo", "sleep", "cat", "id", "hostname", "true", "grep"} {
 		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", c)); err != nil {
 			t.Fatal(err)
 		}
@@ -86,9 +86,9 @@ func newOCIEnv(t *testing.T) *ociEnv {
 	return e
 }
 
-// config writes config.json: runc spec's, without a terminal, the
-// capabilities ward does not keep or the cgroup mount it does not make,
-// with args and the container's cgroup below the test's parent.
+// config writes config.json: runc spec's (its capabilities too), without
+// a terminal or the cgroup mount ward does not make, with args and the
+// container's cgroup below the test's parent.
 func (e *ociEnv) config(id string, args ...string) {
 	e.t.Helper()
 	path := filepath.Join(e.bundle, "config.json")
@@ -103,7 +103,6 @@ func (e *ociEnv) config(id string, args ...string) {
 	p := c["process"].(map[string]any)
 	p["terminal"] = false
 	p["args"] = args
-	delete(p, "capabilities")
 	var mounts []any
 	for _, m := range c["mounts"].([]any) {
 		if m.(map[string]any)["type"] != "cgroup" {
@@ -266,7 +265,7 @@ func (e *ociEnv) gone(id string, pid int) {
 // delete leaves nothing.
 func TestOCICreateStartExitStatus(t *testing.T) {
 	e := newOCIEnv(t)
-	e.config("c1", "sh", "-c", "echo hello from $(hostname) as $(id -u); exit 7")
+	e.config("c1", "sh", "-c", "echo hello from $(hostname) as $(id -u); grep CapEff /proc/self/status; exit 7")
 	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +284,8 @@ func TestOCICreateStartExitStatus(t *testing.T) {
 	if !ws.Exited() || ws.ExitStatus() != 7 {
 		t.Fatalf("the subreaper saw %v, want exit 7 (the program's)", ws)
 	}
-	if b, _ = os.ReadFile(out.Name()); string(b) != "hello from runc as 0\n" {
+	// runc spec's capabilities: CAP_AUDIT_WRITE, CAP_KILL, CAP_NET_BIND_SERVICE.
+	if b, _ = os.ReadFile(out.Name()); string(b) != "hello from runc as 0\nCapEff:\t0000000020000420\n" {
 		t.Errorf("the program wrote %q", b)
 	}
 	if st, spid := e.status("c1"); st != "stopped" || spid != 0 {
@@ -372,4 +372,97 @@ func TestOCIRun(t *testing.T) {
 			t.Errorf("run left the cgroup %s", filepath.Join(dir, e.cgroupOf("c4")))
 		}
 	}
+}
+
+// TestOCIPauseResumePs: ps lists the container's process by its host pid;
+// pause freezes the cgroup (paused in state), resume thaws it (running).
+func TestOCIPauseResumePs(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("c5", "sleep", "1000")
+	pid := e.create("c5", nil)
+	e.must(nil, "start", "c5")
+	var pids []int
+	if err := json.Unmarshal([]byte(e.must(nil, "ps", "--format", "json", "c5")), &pids); err != nil || len(pids) != 1 || pids[0] != pid {
+		t.Errorf("ps --format json: %v (%v), want [%d]", pids, err, pid)
+	}
+	if r := e.run(nil, "resume", "c5"); r.code == 0 || !strings.Contains(r.stderr, "not paused") {
+		t.Errorf("resume of a running container: %+v, want refused", r)
+	}
+	e.must(nil, "pause", "c5")
+	if st, _ := e.status("c5"); st != "paused" {
+		t.Errorf("after pause: %s, want paused", st)
+	}
+	e.must(nil, "resume", "c5")
+	if st, _ := e.status("c5"); st != "running" {
+		t.Errorf("after resume: %s, want running", st)
+	}
+	e.must(nil, "delete", "--force", "c5")
+	if ws := reapPid(pid); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the subreaper saw %v, want SIGKILL", ws)
+	}
+	e.gone("c5", pid)
+}
+
+// TestOCIExec: exec runs a command in the container's namespaces and
+// cgroup and exits with its status; with --detach and --pid-file the
+// command's process re-parents to the caller's subreaper.
+func TestOCIExec(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("c6", "sleep", "1000")
+	pid := e.create("c6", nil)
+	e.must(nil, "start", "c6")
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	r := e.run(out, "exec", "c6", "sh", "-c", "echo in $(hostname) with $(cat /proc/1/comm); exit 5")
+	if b, _ := os.ReadFile(out.Name()); r.code != 5 || string(b) != "in runc with sleep\n" {
+		t.Errorf("exec: exit %d, output %q; want 5 and \"in runc with sleep\"", r.code, b)
+	}
+	proc := filepath.Join(t.TempDir(), "process.json")
+	if err := os.WriteFile(proc, []byte(`{"args":["sleep","1000"],"cwd":"/","env":["PATH=/bin"],"user":{"uid":0,"gid":0}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "exec.pid")
+	e.must(nil, "exec", "--process", proc, "--detach", "--pid-file", pidFile, "c6")
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatalf("exec's pid file %q: want a number with no newline", b)
+	}
+	t.Cleanup(func() { _ = unix.Kill(epid, unix.SIGKILL); reapPid(epid) })
+	if ppid := parentOf(epid); ppid != os.Getpid() {
+		t.Errorf("the detached command %d has parent %d, want the subreaper (%d)", epid, ppid, os.Getpid())
+	}
+	for _, ns := range []string{"pid", "mnt", "net", "uts", "ipc", "user"} {
+		a, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		b, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", epid, ns))
+		if a == "" || a != b {
+			t.Errorf("the command's %s namespace is %q, the container's %q", ns, b, a)
+		}
+	}
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", epid))
+	if !strings.Contains(string(cg), ":"+e.cgroupOf("c6")+"\n") {
+		t.Errorf("the command's cgroups are\n%s\nwant the container's %s", cg, e.cgroupOf("c6"))
+	}
+	var pids []int
+	if err := json.Unmarshal([]byte(e.must(nil, "ps", "--format", "json", "c6")), &pids); err != nil || len(pids) != 2 {
+		t.Errorf("ps --format json: %v (%v), want the container's process and the command", pids, err)
+	}
+	// The subreaper reaps as the shim does, while delete waits: the
+	// container's PID 1 ends only once the command's process is reaped.
+	reaped := make(chan unix.WaitStatus, 1)
+	go func() { reaped <- reapPid(epid) }()
+	e.must(nil, "delete", "--force", "c6")
+	if ws := reapPid(pid); !ws.Signaled() {
+		t.Errorf("the subreaper saw %v for the container's process, want a signal", ws)
+	}
+	if ws := <-reaped; !ws.Signaled() {
+		t.Errorf("the subreaper saw %v for the command, want a signal", ws)
+	}
+	e.gone("c6", pid)
 }

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -97,6 +99,104 @@ func (sb *Sandbox) waitCreated(report *os.File) error {
 			return &ExecError{Path: sb.spec.Args[0], Errno: syscall.Errno(r.err)}
 		default:
 			return &SetupError{Step: "init", Msg: fmt.Sprintf("report kind %d before the exec fifo", r.kind)}
+		}
+	}
+}
+
+// joinOrder are the namespaces a command joins, in order: the user
+// namespace first (the rest are owned by it), the mount namespace last
+// (it changes the root the others' paths were opened from).
+var joinOrder = []string{"user", "ipc", "uts", "net", "cgroup", "pid", "mnt"}
+
+// Join runs spec's program in the namespaces of process pid (an OCI
+// container's; ward-oci exec) and in its cgroup (cgroupProcs, its
+// cgroup.procs files), with stdio as its 0, 1 and 2, through the same
+// steps as every program's process (spawn_linux.c's joiner, then its early
+// child). It returns the program's pid on the host once it exec'd; the
+// process is then a child of the joiner, which has exited: it re-parents
+// to the nearest subreaper.
+func Join(spec *Spec, pid int, cgroupProcs []*os.File, stdio Stdio) (int, error) {
+	sv, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, &SetupError{Step: "socketpair", Errno: errno(err), Msg: err.Error()}
+	}
+	ours := os.NewFile(uintptr(sv[0]), "ward-join")
+	theirs := os.NewFile(uintptr(sv[1]), "ward-join-child")
+	defer ours.Close()
+	defer theirs.Close()
+	files := append([]*os.File{theirs}, cgroupProcs...)
+	nns := 0
+	for _, ns := range joinOrder {
+		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
+		if err != nil {
+			return 0, &SetupError{Step: "join-namespaces", Errno: errno(err), Msg: err.Error()}
+		}
+		defer f.Close()
+		var a, b unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &a) == nil && unix.Stat("/proc/self/ns/"+ns, &b) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
+			continue // ours already (joining one's own user namespace is an error)
+		}
+		files = append(files, f)
+		nns++
+	}
+	spec.CgroupFDs = len(cgroupProcs)
+	gate, err := packGate(spec)
+	if err != nil {
+		return 0, err
+	}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{initArgv0, C.WARD_JOIN_ARG, strconv.Itoa(len(cgroupProcs)), strconv.Itoa(nns)},
+		Env: []string{}, Dir: "/", Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr, ExtraFiles: files}
+	if err := cmd.Start(); err != nil {
+		return 0, &SetupError{Step: "join-namespaces", Errno: errno(err), Msg: err.Error()}
+	}
+	theirs.Close()
+	var msg [2]int32
+	n, rerr := unix.Read(int(ours.Fd()), unsafe.Slice((*byte)(unsafe.Pointer(&msg[0])), 8))
+	_ = cmd.Wait()
+	switch {
+	case rerr != nil || n != 8:
+		return 0, &SetupError{Step: "join-namespaces", Errno: errno(rerr), Msg: fmt.Sprintf("the joiner ended without a word (%v)", cmd.ProcessState)}
+	case msg[0] < 0 && msg[1] >= 0:
+		return 0, &SetupError{Step: "join-namespaces", Errno: syscall.Errno(-msg[0]), Msg: fmt.Sprintf("setns (namespace %d of %d): %v", msg[1]+1, nns, syscall.Errno(-msg[0]))}
+	case msg[0] < 0:
+		return 0, &SetupError{Step: "join-namespaces", Errno: syscall.Errno(-msg[0]), Msg: fmt.Sprintf("fork: %v", syscall.Errno(-msg[0]))}
+	}
+	child := int(msg[0])
+	if err := unix.Sendmsg(int(ours.Fd()), gate, nil, nil, 0); err != nil {
+		_ = unix.Kill(child, unix.SIGKILL)
+		return 0, &SetupError{Step: "join-namespaces", Errno: errno(err), Msg: "send the command's config: " + err.Error()}
+	}
+	if err := readJoinReports(ours, spec); err != nil {
+		_ = unix.Kill(child, unix.SIGKILL)
+		return 0, err
+	}
+	return child, nil
+}
+
+// readJoinReports reads the command's process's reports until its exec
+// (EOF after "timings") or its failure.
+func readJoinReports(sock *os.File, spec *Spec) error {
+	var r C.struct_ward_report
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&r)), C.sizeof_struct_ward_report)
+	timed := false
+	for {
+		n, err := unix.Read(int(sock.Fd()), buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n == 0 && err == nil && timed {
+			return nil
+		}
+		if err != nil || n != len(buf) {
+			return gateError(spec, C.WARD_STEP_EXEC, errno(err), -1)
+		}
+		switch r.kind {
+		case C.WARD_REPORT_TIMINGS:
+			timed = true
+		case C.WARD_REPORT_ERROR:
+			return gateError(spec, int(r.step), syscall.Errno(r.err), int64(r.detail))
+		case C.WARD_REPORT_EXEC_ERROR:
+			return &ExecError{Path: spec.Args[0], Errno: syscall.Errno(r.err)}
 		}
 	}
 }

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -267,6 +268,7 @@ static void step_cgroupns(struct ward_gate *g, struct ward_report *r, const stru
 static void step_bounding(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
 	for (int c = 0; c <= 63; c++) {
+		if (g->oci_caps && (g->cap_bounding >> c & 1)) continue; // config.json keeps it
 		long e = sys(SYS_prctl, PR_CAPBSET_DROP, c, 0, 0, 0);
 		if (e == -EINVAL) break; // past the kernel's last capability
 		CHECK(WARD_STEP_BOUNDING, e, c);
@@ -279,6 +281,13 @@ static void step_bounding(struct ward_gate *g, struct ward_report *r, const stru
 // neither the program nor anything it execs can undo it.
 static void step_securebits(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
+	if (g->oci_caps) {
+		// OCI: runc's model instead: uid 0 is root within the container's
+		// namespaces (its bounding set, above, is the limit); the sets
+		// config.json gives are kept across set-user and set after it.
+		CHECK(WARD_STEP_SECUREBITS, sys(SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0), 0);
+		return;
+	}
 	const long bits = 1 << 0 | 1 << 1 | // SECBIT_NOROOT, _LOCKED
 			  1 << 3 |          // SECBIT_NO_SETUID_FIXUP_LOCKED (fixup stays on)
 			  1 << 5 |          // SECBIT_KEEP_CAPS_LOCKED (keep-caps stays off)
@@ -298,6 +307,21 @@ static void step_user(struct ward_gate *g, struct ward_report *r, const struct w
 	CHECK(WARD_STEP_USER, sys(SYS_setresuid, g->uid, g->uid, g->uid, 0, 0), 2);
 }
 
+// oci_caps sets config.json's effective, permitted and inheritable sets,
+// raises its ambient ones (one the kernel refuses, not permitted and
+// inheritable, is not raised, as with runc) and ends keep-caps.
+static void oci_caps(struct ward_gate *g, struct ward_report *r, struct __user_cap_header_struct *hdr, struct __user_cap_data_struct *data) {
+	for (int i = 0; i < 2; i++) {
+		data[i].effective = (uint32_t)(g->cap_effective >> (32 * i));
+		data[i].permitted = (uint32_t)(g->cap_permitted >> (32 * i));
+		data[i].inheritable = (uint32_t)(g->cap_inheritable >> (32 * i));
+	}
+	CHECK(WARD_STEP_CAPS, sys(SYS_capset, (long)hdr, (long)data, 0, 0, 0), 3);
+	for (int c = 0; c <= 63; c++)
+		if (g->cap_ambient >> c & 1) sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
+	CHECK(WARD_STEP_CAPS, sys(SYS_prctl, PR_SET_KEEPCAPS, 0, 0, 0, 0), 4);
+}
+
 // clear-capabilities: set-user cleared the effective and permitted sets;
 // the inheritable set survives a uid change. Clear all three, then check.
 static void step_caps(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
@@ -305,6 +329,10 @@ static void step_caps(struct ward_gate *g, struct ward_report *r, const struct w
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof(data));
+	if (g->oci_caps) {
+		oci_caps(g, r, &hdr, data);
+		return;
+	}
 	CHECK(WARD_STEP_CAPS, sys(SYS_capset, (long)&hdr, (long)data, 0, 0, 0), 0);
 	CHECK(WARD_STEP_CAPS, sys(SYS_capget, (long)&hdr, (long)data, 0, 0, 0), 1);
 	for (int i = 0; i < 2; i++)
@@ -589,11 +617,53 @@ static void fork_early(int ncg) {
 	ward_early_fd = sv[0];
 }
 
+// The joiner ("ward join N M", ward-oci exec): a command run in the
+// namespaces of an OCI container's process. ward-oci passes fd 3, a
+// SOCK_SEQPACKET socket; N cgroup.procs fds from WARD_CGROUP_FD0 (the
+// container's cgroup); then M namespace fds (/proc/PID/ns/..., the user
+// namespace first, the mount namespace last), which it joins here, before
+// Go's runtime starts threads (setns needs a single-threaded process). The
+// PID namespace is joined by children only: it forks the command's
+// process, an early child (it enters the cgroup, takes its gate on fd 3 and
+// goes on as every program's process does), sends its pid as the first
+// message (an int32; a negative errno and the namespace's index when a
+// step failed) and exits: the command's process re-parents to ward-oci
+// exec (a subreaper), or with --detach to the caller's subreaper.
+static void __attribute__((noreturn)) join_container(int ncg, int nns) {
+	int32_t msg[2] = {0, -1};
+	int fd0 = WARD_CGROUP_FD0 + ncg;
+	// The socket closes on the command's exec: ward-oci reads EOF then.
+	if (fcntl(WARD_PROTO_FD, F_SETFD, FD_CLOEXEC) < 0) msg[0] = -errno;
+	for (int i = 0; i < nns && msg[0] == 0; i++) {
+		if (setns(fd0 + i, 0) < 0) msg[0] = -errno, msg[1] = i;
+		close(fd0 + i);
+	}
+	if (msg[0] == 0) {
+		long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+		if (pid == 0) ward_early_child(WARD_PROTO_FD, ncg);
+		msg[0] = (int32_t)pid;
+	}
+	sys(SYS_write, WARD_PROTO_FD, (long)msg, sizeof(msg), 0, 0);
+	_exit(msg[0] > 0 ? 0 : WARD_EXIT_SETUP);
+}
+
+// is_seqpacket says whether fd is a SOCK_SEQPACKET socket (a joiner's fd 3
+// from ward-oci, not whatever a user running "ward join" has there).
+static int is_seqpacket(int fd) {
+	int type = 0;
+	socklen_t n = sizeof(type);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &n) == 0 && type == SOCK_SEQPACKET;
+}
+
 // The sandbox init is this constructor's: "ward init [N]" as PID 1 forks
 // the early child (with N) and runs the init (init_linux.c), which never
 // returns. Any other argv goes on to Go's main.
 __attribute__((constructor)) static void ward_early(int argc, char **argv, char **envp) {
 	(void)envp;
+	if (argc == 4 && strcmp(argv[0], WARD_ARGV0) == 0 && strcmp(argv[1], WARD_JOIN_ARG) == 0 && is_seqpacket(WARD_PROTO_FD)) {
+		int ncg = atoi(argv[2]), nns = atoi(argv[3]);
+		if (ncg >= 0 && ncg <= WARD_MAX_CGROUPS && nns >= 0 && nns <= 8) join_container(ncg, nns);
+	}
 	if ((argc != 2 && argc != 3) || strcmp(argv[0], WARD_ARGV0) != 0 || strcmp(argv[1], WARD_INIT_ARG) != 0 || getpid() != 1) return;
 	if (argc == 3) fork_early(atoi(argv[2]));
 	ward_init_main(argc, argv);

@@ -90,6 +90,11 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 		g.nest_userns = 1
 	}
 	g.landlock_fd = -1 // the init's ruleset, which it fills in
+	if c := spec.Caps; c != nil {
+		g.oci_caps = 1
+		g.cap_bounding, g.cap_effective, g.cap_permitted = C.uint64_t(c[0]), C.uint64_t(c[1]), C.uint64_t(c[2])
+		g.cap_inheritable, g.cap_ambient = C.uint64_t(c[3]), C.uint64_t(c[4])
+	}
 	if spec.SeccompNotify != "" {
 		g.notify = 1
 	}

@@ -7,6 +7,7 @@
 // What Go and C must agree on, in one place (Go reads them through cgo).
 #define WARD_ARGV0 "ward"     // argv[0] of the re-executed init
 #define WARD_INIT_ARG "init"  // argv[1]: "ward init [N]" is the sandbox init
+#define WARD_JOIN_ARG "join"  // argv[1]: "ward join N M" runs a command in an OCI container (ward-oci exec)
 #define WARD_PROTO_FD 3       // the init's protocol socket (to the parent)
 #define WARD_CGROUP_FD0 4     // the first of N cgroup.procs fds (ward init N)
 #define WARD_EXIT_SETUP 71    // a setup step failed
@@ -83,6 +84,10 @@ struct ward_gate {
 	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
 	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
 	int landlock_fd; // a Landlock ruleset to enforce after no_new_privs (-1: none)
+	// OCI: keep config.json's capability sets (bit N: capability N) where
+	// ward's program keeps none; root is then root within its namespaces.
+	int oci_caps;
+	uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
 	int notify;      // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];

@@ -134,9 +134,13 @@ type Spec struct {
 	// OCI: an OCI container (Create). The init becomes the program
 	// itself, reporting its steps on ReportFD and waiting on the exec
 	// fifo (StartFD, an O_PATH fd) before seccomp and exec.
-	OCI      bool `json:"oci,omitempty"`
-	StartFD  int  `json:"start_fd,omitempty"`
-	ReportFD int  `json:"report_fd,omitempty"`
+	OCI bool `json:"oci,omitempty"`
+	// Caps (OCI) are config.json's capability sets, kept where ward's
+	// program keeps none: bounding, effective, permitted, inheritable,
+	// ambient (bit N: capability N). nil: none at all, ward's rule.
+	Caps     *[5]uint64 `json:"caps,omitempty"`
+	StartFD  int        `json:"start_fd,omitempty"`
+	ReportFD int        `json:"report_fd,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.

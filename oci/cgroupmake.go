@@ -164,3 +164,31 @@ func (s *Store) OwnCgroup() (string, error) {
 	}
 	return "", errors.New("own cgroup: not in /proc/self/cgroup")
 }
+
+// OpenCgroupProcs opens the container's cgroup.procs files (the v2 tree's,
+// or every v1 hierarchy's that has it) for a command run in it.
+func (s *Store) OpenCgroupProcs(st *State) ([]*os.File, error) {
+	cg := cleanCgroupPath(st.CgroupPath)
+	if cg == "" {
+		return nil, nil
+	}
+	roots := []string{s.cgroupRoot}
+	if !s.unified() {
+		roots = s.v1Hierarchies()
+	}
+	var out []*os.File
+	for _, r := range roots {
+		f, err := os.OpenFile(filepath.Join(r, cg, "cgroup.procs"), os.O_WRONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, fmt.Errorf("cgroup %s: %w", filepath.Join(r, cg), err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

@@ -196,3 +196,38 @@ func (s *Store) owner(id string) string {
 	}
 	return "#" + uid
 }
+
+// Freeze pauses (freeze) or resumes the container's processes through its
+// cgroup: v2's cgroup.freeze, v1's freezer.state. runc's rules: only a
+// running container pauses, only a paused one resumes.
+func (s *Store) Freeze(st *State, freeze bool) error {
+	status := s.Status(st)
+	switch {
+	case freeze && status != Running:
+		return fmt.Errorf("%s: %w", st.ID, ErrNotRunning)
+	case !freeze && status != Paused:
+		return fmt.Errorf("container %s not paused", st.ID)
+	}
+	cg := cleanCgroupPath(st.CgroupPath)
+	if cg == "" {
+		return fmt.Errorf("%s: no cgroup of its own to freeze", st.ID)
+	}
+	p, v := filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"), "1"
+	if !s.unified() {
+		p, v = filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"), "FROZEN"
+	}
+	if !freeze {
+		if s.unified() {
+			v = "0"
+		} else {
+			v = "THAWED"
+		}
+	}
+	if err := writeCgroupFile(p, v); err != nil {
+		return fmt.Errorf("%s: %w", st.ID, err)
+	}
+	return nil
+}
+
+// Pids are the host pids of every process in the container's cgroup.
+func (s *Store) Pids(st *State) ([]int, error) { return s.cgroupPids(st.CgroupPath) }

@@ -36,8 +36,6 @@ func lifecycleUnsupported(c *Container) error {
 		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
 		{"process.user.additionalGids", len(p.AdditionalGids) > 0, "supplementary groups are not set up yet"},
 		{"process.user.umask", p.Umask != nil && *p.Umask != 0o022, "the umask is not set up yet"},
-		{"process.capabilities", p.Capabilities != nil && *p.Capabilities != (Capabilities{}),
-			"the container's process runs with no capabilities: ward drops them all"},
 		{"process.oomScoreAdj", p.OOMScoreAdj != nil, "not set up yet"},
 		{"domainname", c.Domainname != "", "not set up yet"},
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
@@ -99,9 +97,7 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 	for _, r := range p.Rlimits {
 		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
 	}
-	if spec.NoFileHard == 0 && spec.NoFile == 0 {
-		spec.NoFile = 1024
-	}
+	spec.Caps = capSets(p)
 	if c.Seccomp != nil {
 		prog, err := c.Seccomp.Compile()
 		if err != nil {
@@ -147,6 +143,16 @@ func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
 	return trees, nil
 }
 
+// capSets are p's capability sets in the gate's order (OCI: kept as
+// config.json gives them; none given is none at all).
+func capSets(p *Process) *[5]uint64 {
+	c := Capabilities{}
+	if p.Capabilities != nil {
+		c = *p.Capabilities
+	}
+	return &[5]uint64{c.Bounding, c.Effective, c.Permitted, c.Inheritable, c.Ambient}
+}
+
 func idMaps(m []IDMapping) []syscall.SysProcIDMap {
 	out := make([]syscall.SysProcIDMap, len(m))
 	for i, l := range m {
@@ -170,4 +176,27 @@ func (c *Container) RootOnHost() (uid, gid int) {
 		}
 	}
 	return uid, gid
+}
+
+// ExecSpec is the spec of a command run in container c (ward-oci exec):
+// process p, with the container's seccomp filter.
+func ExecSpec(c *Container, p *Process) (*nsexec.Spec, error) {
+	cc := *c
+	cc.Process = p
+	if err := lifecycleUnsupported(&cc); err != nil {
+		return nil, err
+	}
+	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, UID: int(p.UID), GID: int(p.GID), NoFile: 1024}
+	for _, r := range p.Rlimits {
+		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+	}
+	spec.Caps = capSets(p)
+	if c.Seccomp != nil {
+		prog, err := c.Seccomp.Compile()
+		if err != nil {
+			return nil, invalid("linux.seccomp", "%v", err)
+		}
+		spec.Seccomp = []seccomp.Program{prog}
+	}
+	return spec, nil
 }

@@ -1,6 +1,7 @@
 package ocicli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,8 +52,9 @@ func (e *env) execCmd() *cobra.Command {
 					return errors.New("cannot exec in a paused container (use --ignore-paused to override)")
 				}
 			}
+			var p *oci.Process
 			if f.process != "" {
-				if _, err := readProcess(f.process); err != nil {
+				if p, err = readProcess(f.process); err != nil {
 					return err
 				}
 			} else if len(args) < 2 {
@@ -61,7 +63,12 @@ func (e *env) execCmd() *cobra.Command {
 			if err := checkConsole(f.tty, f.detach, f.consoleSocket); err != nil {
 				return err
 			}
-			return notImplemented("exec")
+			if p == nil {
+				if p, err = e.argsProcess(st, &f, args[1:]); err != nil {
+					return err
+				}
+			}
+			return e.exec(st, &f, p)
 		},
 	}
 	// Everything after the id is the command's.
@@ -107,10 +114,11 @@ func (e *env) pauseCmd(name, short string) *cobra.Command {
 		Short: short,
 		Args:  exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if _, err := e.store.Load(args[0]); err != nil {
+			st, err := e.store.Load(args[0])
+			if err != nil {
 				return err
 			}
-			return notImplemented(name)
+			return e.store.Freeze(st, name == "pause")
 		},
 	}
 }
@@ -167,10 +175,21 @@ func (e *env) psCmd() *cobra.Command {
 			if format != "table" && format != "json" {
 				return errors.New("invalid format option")
 			}
-			if _, err := e.store.Load(args[0]); err != nil {
+			st, err := e.store.Load(args[0])
+			if err != nil {
 				return err
 			}
-			return notImplemented("ps")
+			if format != "json" {
+				return notImplemented("ps --format table")
+			}
+			pids, err := e.store.Pids(st)
+			if err != nil {
+				return err
+			}
+			if pids == nil {
+				pids = []int{}
+			}
+			return json.NewEncoder(e.stdout).Encode(pids)
 		},
 	}
 	// What follows the id is ps(1)'s own options.

@@ -1,0 +1,107 @@
+package ocicli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/nsexec"
+	"github.com/wardbox/ward/oci"
+)
+
+// argsProcess is exec's process given as arguments: the container's own
+// process (config.json at create) with the command, --env, --cwd and
+// --user of the command line.
+func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Process, error) {
+	if st.Config == nil || st.Config.Process == nil {
+		return nil, fmt.Errorf("%s: no process in the container's config", st.ID)
+	}
+	base := *st.Config.Process
+	base.Args, base.Terminal = args, f.tty
+	base.Env = append(append([]string{}, base.Env...), f.env...)
+	if f.cwd != "" {
+		base.Cwd = f.cwd
+	}
+	if f.user != "" {
+		u, g, _ := strings.Cut(f.user, ":")
+		uid, err := strconv.ParseUint(u, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--user %q: want UID[:GID]", f.user)
+		}
+		base.User.UID = uint32(uid)
+		if g != "" {
+			gid, err := strconv.ParseUint(g, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("--user %q: want UID[:GID]", f.user)
+			}
+			base.User.GID = uint32(gid)
+		}
+	}
+	return oci.SpecProcess(&base, "process")
+}
+
+// exec runs p in the container (nsexec.Join): detached, it writes the
+// pid file and returns; else it waits for the command, as its subreaper,
+// and exits with its status.
+func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
+	if len(f.caps) > 0 || len(f.additionalGids) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 || f.preserveFDs > 0 {
+		return errors.New("exec: --cap, --additional-gids, --apparmor, --process-label, --cgroup and --preserve-fds are not supported yet")
+	}
+	c, err := oci.Spec(st.Config, oci.SpecOptions{ID: st.ID, Bundle: st.Bundle})
+	if err != nil {
+		return err
+	}
+	spec, err := oci.ExecSpec(c, p)
+	if err != nil {
+		return err
+	}
+	procs, err := e.store.OpenCgroupProcs(st)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range procs {
+			f.Close()
+		}
+	}()
+	if !f.detach {
+		// The command's process re-parents to ward-oci, which waits.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("exec: PR_SET_CHILD_SUBREAPER: %w", err)
+		}
+	}
+	pid, err := nsexec.Join(spec, st.InitPid, procs, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err != nil {
+		return err
+	}
+	if f.pidFile != "" {
+		if err := oci.WritePidFile(f.pidFile, pid); err != nil {
+			return err
+		}
+	}
+	if f.detach {
+		return nil
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err = unix.Wait4(pid, &ws, 0, nil)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("exec: wait for %d: %w", pid, err)
+	}
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	if code == 0 {
+		return nil
+	}
+	return &exitError{code: code}
+}
