@@ -221,6 +221,7 @@ build_initramfs() {
 
 	# The binaries under test; cwd in the VM is /ward/integration, so ../bin/ward works too.
 	cp "$ROOT/bin/ward" "$STAGE/ward/bin/ward"
+	ln -s ward "$STAGE/ward/bin/ward-oci" # the same binary by its OCI name
 	if [ -z "$VM_SMOKE" ]; then
 		cp "$VM_OUT/integration.test" "$STAGE/ward/integration/integration.test"
 		[ -d "$ROOT/integration/testdata" ] && cp -a "$ROOT/integration/testdata" "$STAGE/ward/integration/"
