@@ -74,6 +74,9 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	if b.mounts, err = resolveMounts(cfg); err != nil {
 		return nil, nil, err // bad input: nothing made yet
 	}
+	if err := checkKeepOverlap(cfg.OverlayKeep, b.mounts); err != nil {
+		return nil, nil, err
+	}
 	steps := []nsexec.StepTime{{Step: "resolve-paths", Us: time.Since(t0).Microseconds(), Side: "parent"}}
 	b.res = newResult(cfg)
 	b.l = &launched{cfg: cfg, res: b.res}

@@ -1,0 +1,112 @@
+package fs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// keepDirs makes an upper tree (files: name -> content; a trailing "/"
+// makes a directory, a leading "->" in the content a symlink, "WHITEOUT"
+// a 0/0 character device) and an empty destination, and opens both as
+// KeepUpper gets them (the destination O_PATH).
+func keepDirs(t *testing.T, files map[string]string) (upperDir, dstDir string, upper, dst int) {
+	t.Helper()
+	upperDir, dstDir = t.TempDir(), t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(upperDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case strings.HasSuffix(name, "/"):
+			err = os.MkdirAll(p, 0o755)
+		case strings.HasPrefix(content, "->"):
+			err = os.Symlink(content[2:], p)
+		case content == "WHITEOUT":
+			err = unix.Mknod(p, unix.S_IFCHR, 0)
+		default:
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Skipf("cannot make %s here: %v", name, err)
+		}
+	}
+	u, err := unix.Open(upperDir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := unix.Open(dstDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(u); unix.Close(d) })
+	return upperDir, dstDir, u, d
+}
+
+func TestKeepUpperCopiesTheTree(t *testing.T) {
+	_, dstDir, upper, dst := keepDirs(t, map[string]string{
+		"etc/a": "A", "usr/lib/b": "B", "etc/l": "->a", "empty/": "", "etc/gone": "WHITEOUT",
+	})
+	if err := KeepUpper(upper, dst); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"etc/a": "A", "usr/lib/b": "B", ".ward-whiteouts": "/etc/gone\n"} {
+		if b, err := os.ReadFile(filepath.Join(dstDir, name)); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(dstDir, "etc/l")); err != nil || l != "a" {
+		t.Errorf("etc/l: %q, %v", l, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dstDir, "empty")); err != nil || !fi.IsDir() {
+		t.Errorf("empty/: %v", err)
+	}
+}
+
+// TestKeepUpperFollowsNoLinkInTheDestination: the destination may be
+// writable by the sandbox (or anyone else of the caller's), which can plant
+// links there before the copy; the copy must fail rather than write
+// through them.
+func TestKeepUpperFollowsNoLinkInTheDestination(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		plant string // the name in the destination made a link to the victim
+	}{
+		{"whiteouts file", map[string]string{"etc/gone": "WHITEOUT"}, ".ward-whiteouts"},
+		{"file", map[string]string{"bashrc": "evil"}, "bashrc"},
+		{"directory", map[string]string{"etc/passwd": "evil"}, "etc"},
+		{"symlink", map[string]string{"l": "->evil"}, "l"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, dstDir, upper, dst := keepDirs(t, tc.files)
+			victims := t.TempDir()
+			victim := filepath.Join(victims, "victim")
+			if err := os.WriteFile(victim, []byte("mine"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			target := victim
+			if tc.plant == "etc" {
+				target = victims
+			}
+			if err := os.Symlink(target, filepath.Join(dstDir, tc.plant)); err != nil {
+				t.Fatal(err)
+			}
+			err := KeepUpper(upper, dst)
+			if b, _ := os.ReadFile(victim); string(b) != "mine" {
+				t.Errorf("the copy wrote through the planted link: victim holds %q", b)
+			}
+			if _, serr := os.Lstat(filepath.Join(victims, "passwd")); serr == nil {
+				t.Errorf("the copy made a file through the planted directory link")
+			}
+			if err == nil {
+				t.Errorf("a planted link must fail the copy")
+			}
+		})
+	}
+}
