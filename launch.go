@@ -289,7 +289,7 @@ func (b *building) startInit(ctx context.Context, t0 time.Time, steps []nsexec.S
 	cfg, spec, res, l := b.cfg, b.spec, b.res, b.l
 	sb, err := nsexec.Start(spec, b.stdio, nsexec.Options{
 		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, Files: b.files.List(), Session: b.session,
-		OverlayKeep: b.overlayKeep,
+		OverlayKeep: b.overlayKeep, OverlayKeepLimit: overlaySize(cfg),
 	})
 	closeAll(b.parentCopies) // the init has its own copies
 	b.parentCopies = nil

@@ -3,7 +3,6 @@ package fs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -28,14 +27,20 @@ import (
 // O_CREAT|O_EXCL|O_NOFOLLOW (a name planted there beforehand fails the
 // copy rather than redirecting it), links made with symlinkat. Sources are
 // opened with O_NOFOLLOW and judged by fstat on the fd.
-func KeepUpper(upper, dst int) error {
-	k := &keeper{}
+//
+// Files are streamed through a fixed buffer, their holes kept
+// (SEEK_DATA/SEEK_HOLE), and hard links copied once (by device and inode).
+// limit (> 0) caps the bytes copied in all, the overlay's size: the upper
+// layers cannot hold more, so a copy that gets there stops and says so.
+func KeepUpper(upper, dst int, limit int64) error {
+	k := &keeper{limit: limit, links: map[[2]uint64]int{}}
+	defer k.closeLinks()
 	src, err := unix.Openat(upper, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err == nil {
 		err = k.walk(src, dst, "")
 	}
 	if err == nil && len(k.whiteouts) > 0 {
-		err = k.writeNew(dst, ".ward-whiteouts", 0o644, strings.NewReader(strings.Join(k.whiteouts, "\n")+"\n"))
+		err = k.writeWhiteouts(dst)
 	}
 	if err != nil {
 		return fmt.Errorf("keep the overlay's changes: %w", err)
@@ -45,6 +50,24 @@ func KeepUpper(upper, dst int) error {
 
 type keeper struct {
 	whiteouts []string
+	limit     int64 // > 0: the most bytes copied in all
+	copied    int64
+	buf       []byte
+	// links holds, for a file with more than one link, an fd of its first
+	// copy, which the next names link to (at most maxLinkFDs; beyond, a
+	// copy each).
+	links map[[2]uint64]int
+}
+
+const (
+	keepBuf    = 1 << 20
+	maxLinkFDs = 256
+)
+
+func (k *keeper) closeLinks() {
+	for _, fd := range k.links {
+		unix.Close(fd)
+	}
 }
 
 // beneath opens the directory name in dir without following any link.
@@ -119,13 +142,7 @@ func (k *keeper) entry(src, dst int, name, rel string) error {
 		}
 		return k.walk(in, out, rel)
 	case unix.S_IFREG:
-		in, err := k.openSource(src, name, &st, unix.O_RDONLY)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", rel, err)
-		}
-		f := os.NewFile(uintptr(in), rel)
-		defer f.Close()
-		return k.writeNew(dst, name, perm, f)
+		return k.file(src, dst, name, rel, &st)
 	}
 	return nil
 }
@@ -145,17 +162,120 @@ func (k *keeper) openSource(src int, name string, st *unix.Stat_t, flags int) (i
 	return fd, nil
 }
 
-// writeNew creates name in dst, which must not exist (nor be a link), and
-// fills it from r.
-func (k *keeper) writeNew(dst int, name string, perm uint32, r io.Reader) error {
-	fd, err := unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", name, err)
+// file copies the regular file src's name (st) to dst.
+func (k *keeper) file(src, dst int, name, rel string, st *unix.Stat_t) error {
+	key := [2]uint64{st.Dev, st.Ino}
+	if first, ok := k.links[key]; ok {
+		// linkat through the magic link needs no capability (AT_EMPTY_PATH
+		// would need CAP_DAC_READ_SEARCH), and names the copy's inode, not
+		// a path in dst.
+		if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", first), dst, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+			return fmt.Errorf("link %s: %w", rel, err)
+		}
+		return nil
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	if _, err := io.Copy(f, r); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+	in, err := k.openSource(src, name, st, unix.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", rel, err)
+	}
+	defer unix.Close(in)
+	out, err := createNew(dst, name, st.Mode&0o777)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", rel, err)
+	}
+	err = k.copyData(in, out, st.Size, rel)
+	if err == nil && st.Nlink > 1 && len(k.links) < maxLinkFDs {
+		k.links[key] = out
+		return nil
+	}
+	unix.Close(out)
+	return err
+}
+
+// copyData copies size bytes of in to out, keeping holes.
+func (k *keeper) copyData(in, out int, size int64, rel string) error {
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(in, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		end := size
+		if err != nil {
+			data = off // no SEEK_DATA here: all of it is data
+		} else if e, err := unix.Seek(in, data, unix.SEEK_HOLE); err == nil && e < size {
+			end = e
+		}
+		if err := k.copyRange(in, out, data, end, rel); err != nil {
+			return err
+		}
+		off = end
+	}
+	if err := unix.Ftruncate(out, size); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+// copyRange copies in's bytes [from, to) to the same place in out.
+func (k *keeper) copyRange(in, out int, from, to int64, rel string) error {
+	if k.buf == nil {
+		k.buf = make([]byte, keepBuf)
+	}
+	for from < to {
+		n := int64(len(k.buf))
+		if to-from < n {
+			n = to - from
+		}
+		if k.limit > 0 && k.copied+n > k.limit {
+			return fmt.Errorf("%s: stopped at the overlay's size (%d bytes copied in all; --overlay-size): the upper layers cannot hold more", rel, k.copied)
+		}
+		r, err := unix.Pread(in, k.buf[:n], from)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", rel, err)
+		}
+		if r == 0 {
+			return nil // shorter than it was
+		}
+		if err := pwriteAll(out, k.buf[:r], from); err != nil {
+			return fmt.Errorf("write %s: %w", rel, err)
+		}
+		k.copied += int64(r)
+		from += int64(r)
+	}
+	return nil
+}
+
+func pwriteAll(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := unix.Pwrite(fd, b, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}
+
+// createNew creates name in dst, which must not exist (nor be a link).
+func createNew(dst int, name string, perm uint32) (int, error) {
+	return unix.Openat(dst, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+}
+
+// writeWhiteouts lists what the program deleted in dst's .ward-whiteouts.
+func (k *keeper) writeWhiteouts(dst int) error {
+	fd, err := createNew(dst, ".ward-whiteouts", 0o644)
+	if err != nil {
+		return fmt.Errorf("create .ward-whiteouts: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := pwriteAll(fd, []byte(strings.Join(k.whiteouts, "\n")+"\n"), 0); err != nil {
+		return fmt.Errorf("write .ward-whiteouts: %w", err)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestKeepUpperCopiesTheTree(t *testing.T) {
 	_, dstDir, upper, dst := keepDirs(t, map[string]string{
 		"etc/a": "A", "usr/lib/b": "B", "etc/l": "->a", "empty/": "", "etc/gone": "WHITEOUT",
 	})
-	if err := KeepUpper(upper, dst); err != nil {
+	if err := KeepUpper(upper, dst, 0); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"etc/a": "A", "usr/lib/b": "B", ".ward-whiteouts": "/etc/gone\n"} {
@@ -97,7 +97,7 @@ func TestKeepUpperFollowsNoLinkInTheDestination(t *testing.T) {
 			if err := os.Symlink(target, filepath.Join(dstDir, tc.plant)); err != nil {
 				t.Fatal(err)
 			}
-			err := KeepUpper(upper, dst)
+			err := KeepUpper(upper, dst, 0)
 			if b, _ := os.ReadFile(victim); string(b) != "mine" {
 				t.Errorf("the copy wrote through the planted link: victim holds %q", b)
 			}
@@ -108,5 +108,48 @@ func TestKeepUpperFollowsNoLinkInTheDestination(t *testing.T) {
 				t.Errorf("a planted link must fail the copy")
 			}
 		})
+	}
+}
+
+// TestKeepUpperStreamsKeepsHolesAndLinks: a sparse file is copied sparse
+// (not read whole into memory nor written out as zeros), and two names of
+// one file stay one file.
+func TestKeepUpperStreamsKeepsHolesAndLinks(t *testing.T) {
+	upperDir, dstDir, upper, dst := keepDirs(t, map[string]string{"a": "head"})
+	const size = 256 << 20
+	if err := os.Truncate(filepath.Join(upperDir, "a"), size); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(upperDir, "a"), filepath.Join(upperDir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := KeepUpper(upper, dst, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	var a, b unix.Stat_t
+	if err := unix.Lstat(filepath.Join(dstDir, "a"), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lstat(filepath.Join(dstDir, "b"), &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Size != size || a.Blocks*512 > 1<<20 {
+		t.Errorf("a: size %d, %d bytes allocated; want %d, sparse", a.Size, a.Blocks*512, size)
+	}
+	if a.Ino != b.Ino {
+		t.Errorf("a and b are copied as two files (inodes %d, %d), want one with two links", a.Ino, b.Ino)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dstDir, "b")); len(got) < 4 || string(got[:4]) != "head" {
+		t.Errorf("b starts %q, want head", got[:min(len(got), 4)])
+	}
+}
+
+// TestKeepUpperStopsAtTheCap: the copy writes no more than the overlay's
+// size, and says so.
+func TestKeepUpperStopsAtTheCap(t *testing.T) {
+	_, _, upper, dst := keepDirs(t, map[string]string{"a": strings.Repeat("x", 3<<20)})
+	err := KeepUpper(upper, dst, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "--overlay-size") {
+		t.Errorf("KeepUpper = %v, want the cap named", err)
 	}
 }

@@ -49,6 +49,9 @@ type Options struct {
 	// once the sandbox is gone, Wait copies the overlays' upper layers
 	// (whose fd the init passes up) into it.
 	OverlayKeep *os.File
+	// OverlayKeepLimit caps the bytes that copy writes (the overlay's
+	// size; 0: no cap).
+	OverlayKeepLimit int64
 	// Files are the fds the init inherits past its protocol socket, as
 	// numbered by Files.Add: first the cgroup.procs files the program's
 	// process writes itself into (spec.CgroupFDs of them), then the
@@ -94,6 +97,7 @@ type Sandbox struct {
 	// upper is the overlays' upper layers (from "ready"), keep the
 	// caller's --overlay-keep directory: Wait copies one into the other.
 	upper, keep *os.File
+	keepLimit   int64
 	// listener serves the program's seccomp listener (verbose mode).
 	listener *seccomp.Listener
 	cloned   int64 // monoUs when the init's exec was done
@@ -202,7 +206,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
 	sb := &Sandbox{session: opt.Session, spec: spec, execCtl: execOurs, waiters: map[int]waiter{}, cmd: cmd, conn: parent,
-		msgs: make(chan Msg, 4), waited: make(chan struct{}), keep: opt.OverlayKeep}
+		msgs: make(chan Msg, 4), waited: make(chan struct{}), keep: opt.OverlayKeep, keepLimit: opt.OverlayKeepLimit}
 	sb.cloned = monoUs()
 	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
 	if full != nil {
@@ -519,7 +523,7 @@ func (sb *Sandbox) keepUpper() {
 	if sb.keep == nil {
 		return
 	}
-	if err := fs.KeepUpper(int(sb.upper.Fd()), int(sb.keep.Fd())); err != nil && sb.exit != nil {
+	if err := fs.KeepUpper(int(sb.upper.Fd()), int(sb.keep.Fd()), sb.keepLimit); err != nil && sb.exit != nil {
 		sb.exit.KeepError = err.Error()
 	}
 }
