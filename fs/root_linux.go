@@ -42,6 +42,13 @@ func KeepUpper(upper, dst int, limit int64) error {
 	if err == nil && len(k.whiteouts) > 0 {
 		err = k.writeWhiteouts(dst)
 	}
+	if err == nil && len(k.skipped) > 0 {
+		list := k.skipped
+		if len(list) > 20 {
+			list = append(list[:20:20], fmt.Sprintf("and %d more", len(k.skipped)-20))
+		}
+		err = fmt.Errorf("not readable, left out (the rest is kept): %s", strings.Join(list, ", "))
+	}
 	if err != nil {
 		return fmt.Errorf("keep the overlay's changes: %w", err)
 	}
@@ -50,7 +57,8 @@ func KeepUpper(upper, dst int, limit int64) error {
 
 type keeper struct {
 	whiteouts []string
-	limit     int64 // > 0: the most bytes copied in all
+	skipped   []string // what could not be read (rel paths)
+	limit     int64    // > 0: the most bytes copied in all
 	copied    int64
 	buf       []byte
 	// links holds, for a file with more than one link, an fd of its first
@@ -136,20 +144,36 @@ func (k *keeper) entry(src, dst int, name, rel string) error {
 			return fmt.Errorf("open the copy of %s: %w", rel, err)
 		}
 		defer unix.Close(out)
-		in, err := k.openSource(src, name, &st, unix.O_RDONLY|unix.O_DIRECTORY)
+		in, err := k.openSource(src, name, &st, unix.O_RDONLY|unix.O_DIRECTORY, p)
+		if errors.Is(err, unix.EACCES) {
+			k.skipped = append(k.skipped, rel+"/")
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("open %s: %w", rel, err)
 		}
 		return k.walk(in, out, rel)
 	case unix.S_IFREG:
-		return k.file(src, dst, name, rel, &st)
+		return k.file(src, dst, name, rel, &st, p)
 	}
 	return nil
 }
 
-// openSource opens src's name, which must still be the inode st
-// describes.
-func (k *keeper) openSource(src int, name string, st *unix.Stat_t, flags int) (int, error) {
+// openSource opens src's name (p: its O_PATH fd, st: its fstat), which
+// must still be that inode. Rootless, the copy has no capability to read
+// what the program left unreadable (a file at mode 000, a directory
+// without r or x), but the caller owns those inodes: it adds u+r (u+rx)
+// first. What it still cannot open fails with EACCES, for the caller to
+// skip.
+func (k *keeper) openSource(src int, name string, st *unix.Stat_t, flags int, p int) (int, error) {
+	need := uint32(unix.S_IRUSR)
+	if flags&unix.O_DIRECTORY != 0 {
+		need |= unix.S_IXUSR
+	}
+	if st.Mode&need != need && int(st.Uid) == os.Geteuid() {
+		// Through the magic link: the inode p holds, not a name.
+		_ = unix.Fchmodat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", p), st.Mode&0o7777|need, 0)
+	}
 	fd, err := unix.Openat(src, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
@@ -163,7 +187,7 @@ func (k *keeper) openSource(src int, name string, st *unix.Stat_t, flags int) (i
 }
 
 // file copies the regular file src's name (st) to dst.
-func (k *keeper) file(src, dst int, name, rel string, st *unix.Stat_t) error {
+func (k *keeper) file(src, dst int, name, rel string, st *unix.Stat_t, p int) error {
 	key := [2]uint64{st.Dev, st.Ino}
 	if first, ok := k.links[key]; ok {
 		// linkat through the magic link needs no capability (AT_EMPTY_PATH
@@ -174,7 +198,11 @@ func (k *keeper) file(src, dst int, name, rel string, st *unix.Stat_t) error {
 		}
 		return nil
 	}
-	in, err := k.openSource(src, name, st, unix.O_RDONLY)
+	in, err := k.openSource(src, name, st, unix.O_RDONLY, p)
+	if errors.Is(err, unix.EACCES) {
+		k.skipped = append(k.skipped, rel)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", rel, err)
 	}

@@ -3,6 +3,7 @@ package fs
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -151,5 +152,70 @@ func TestKeepUpperStopsAtTheCap(t *testing.T) {
 	err := KeepUpper(upper, dst, 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "--overlay-size") {
 		t.Errorf("KeepUpper = %v, want the cap named", err)
+	}
+}
+
+// TestKeepUpperReadsWhatTheCallerOwns: rootless, the copy runs without
+// capabilities; what the program left unreadable but the caller owns (a
+// file at 000, a directory without r or x) is made readable and copied,
+// and what it cannot read (another owner's) is left out and named, the
+// rest copied.
+func TestKeepUpperReadsWhatTheCallerOwns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: makes files of two other uids")
+	}
+	const me, other = 61234, 61235
+	upperDir, dstDir, upper, dst := keepDirs(t, map[string]string{
+		"closed/f": "in a closed dir", "noread": "at 000", "theirs": "not mine", "dark/f": "x",
+	})
+	for _, d := range []string{upperDir, dstDir} {
+		if err := filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, me, me)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, mode := range map[string]os.FileMode{"closed/f": 0o644, "closed": 0o000, "noread": 0o000, "theirs": 0o000, "dark": 0o100} {
+		if err := os.Chmod(filepath.Join(upperDir, p), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(filepath.Join(upperDir, "theirs"), other, other); err != nil {
+		t.Fatal(err)
+	}
+	// As the caller, on this thread only (raw syscalls; Go's would change
+	// every thread): the effective uid drops the capabilities. The thread
+	// is thrown away after (no UnlockOSThread).
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), me, ^uintptr(0)); e != 0 {
+			errc <- e
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), me, ^uintptr(0)); e != 0 {
+			errc <- e
+			return
+		}
+		errc <- KeepUpper(upper, dst, 0)
+	}()
+	err := <-errc
+	if err == nil || !strings.Contains(err.Error(), "/theirs") || strings.Contains(err.Error(), "noread") {
+		t.Errorf("KeepUpper = %v, want only /theirs named as left out", err)
+	}
+	for name, want := range map[string]string{"closed/f": "in a closed dir", "noread": "at 000", "dark/f": "x"} {
+		p := filepath.Join(dstDir, name)
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dstDir, "theirs")); err == nil {
+		t.Errorf("theirs was copied, want it left out")
+	}
+	if fi, err := os.Stat(filepath.Join(dstDir, "noread")); err != nil || fi.Mode().Perm() != 0 {
+		t.Errorf("noread: %v, %v; want the copy at 000 as the original", fi, err)
 	}
 }
