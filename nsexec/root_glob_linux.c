@@ -344,6 +344,10 @@ int ward_glob(const char *pattern, struct ward_strs *out) {
 	size_t levels = 0, cur = n;
 	for (;;) {
 		size_t file = split_dir(pattern, cur, dir);
+		// Two entries a level, and a level per slash: "/*" and thousands of
+		// slashes would write past ends. No path the kernel takes needs
+		// that many levels; Go's side refuses such patterns first.
+		if (levels + 2 > sizeof(ends) / sizeof(ends[0])) return -EINVAL;
 		ends[levels++] = (uint16_t)file; // this level's file part is pattern[file:cur]
 		ends[levels++] = (uint16_t)cur;
 		if (!has_meta(dir, strlen(dir))) break;

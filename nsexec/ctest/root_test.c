@@ -253,6 +253,21 @@ static void test_match(void) {
 	}
 }
 
+// test_glob_deep: a pattern of more levels than ends holds is refused,
+// not written past it (ASan).
+static void test_glob_deep(void) {
+	char pattern[WARD_ROOT_MAX_PATH];
+	size_t n = 0;
+	pattern[n++] = '/';
+	pattern[n++] = '*';
+	while (n < 4002) pattern[n++] = '/';
+	pattern[n] = 0;
+	struct ward_strs out = {0};
+	int e = ward_glob(pattern, &out);
+	EXPECT(e == -EINVAL, "Glob(/* + 4000 /) = %d, want -EINVAL", e);
+	ward_strs_free(&out);
+}
+
 static void test_clean(void) {
 	const char *cases[][2] = {{"", "."}, {"/", "/"}, {"//a//b/", "/a/b"}, {"a/../..", ".."}, {"/../x", "/x"},
 				  {"./a/./b/..", "a"}, {"/a/b/../../..", "/"}, {"...", "..."}};
@@ -347,6 +362,7 @@ int main(void) {
 	test_malformed();
 	test_match();
 	test_clean();
+	test_glob_deep();
 	test_handled();
 	if (geteuid() == 0) test_steps();
 	else fprintf(stderr, "root_test: not root: the steps not run (they need a mount namespace)\n");
