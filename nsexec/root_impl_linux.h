@@ -79,6 +79,8 @@ const char *ward_strs_next(const struct ward_strs *l, const char *prev);
 int ward_glob(const char *pattern, struct ward_strs *out);
 int ward_eval_symlinks(const char *path, char *out, size_t size);
 size_t ward_clean(const char *in, size_t n, char *out);
+// ward_sort_names sorts n strings, given as offsets into base, bytewise.
+void ward_sort_names(size_t *idx, size_t n, const char *base);
 
 // The steps in files of their own: clone-user-paths (when any mount is a
 // CLONE) and mount-user-paths (root_user_linux.c), mask-denied

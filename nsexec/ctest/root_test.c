@@ -268,6 +268,26 @@ static void test_glob_deep(void) {
 	ward_strs_free(&out);
 }
 
+// test_sort: ward_sort_names sorts, in O(n log n) comparisons also on
+// the order that makes a shell sort with halving gaps quadratic (the
+// smaller half at even places, the larger at odd ones).
+extern size_t ward_sort_compares;
+static void test_sort(void) {
+	enum { N = 4096, W = 6 };
+	static char base[N * W];
+	static size_t idx[N];
+	for (size_t i = 0; i < N; i++) {
+		size_t v = i % 2 == 0 ? i / 2 : N / 2 + i / 2;
+		snprintf(base + i * W, W, "%05zu", v);
+		idx[i] = i * W;
+	}
+	ward_sort_compares = 0;
+	ward_sort_names(idx, N, base);
+	for (size_t i = 1; i < N; i++) EXPECT(strcmp(base + idx[i - 1], base + idx[i]) <= 0, "not sorted at %zu", i);
+	size_t bound = 3 * N * 12; // 3 n log2(n)
+	EXPECT(ward_sort_compares <= bound, "%zu comparisons for %d names, want at most %zu", ward_sort_compares, N, bound);
+}
+
 static void test_clean(void) {
 	const char *cases[][2] = {{"", "."}, {"/", "/"}, {"//a//b/", "/a/b"}, {"a/../..", ".."}, {"/../x", "/x"},
 				  {"./a/./b/..", "a"}, {"/a/b/../../..", "/"}, {"...", "..."}};
@@ -363,6 +383,7 @@ int main(void) {
 	test_match();
 	test_clean();
 	test_glob_deep();
+	test_sort();
 	test_handled();
 	if (geteuid() == 0) test_steps();
 	else fprintf(stderr, "root_test: not root: the steps not run (they need a mount namespace)\n");
