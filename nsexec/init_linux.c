@@ -737,26 +737,44 @@ static void recv_exec(void) {
 	if (n == 0 || (n < 0 && errno != EAGAIN)) _exit(0); // the parent is gone
 	if (n < 0) return;
 	char *buf = malloc((size_t)n);
+	char head[sizeof(struct ward_exec_hdr)]; // without buf: enough for the ID to answer
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(3 * sizeof(int))];
 	} ctl;
-	struct iovec iov = {.iov_base = buf ? buf : &probe, .iov_len = buf ? (size_t)n : 1};
+	struct iovec iov = {.iov_base = buf ? buf : head, .iov_len = buf ? (size_t)n : sizeof(head)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
 	ssize_t got;
 	do got = recvmsg(cfg.h.exec_fd, &mh, MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
-	int fds[3] = {-1, -1, -1}, nfds = 0;
+	int fds[3] = {-1, -1, -1}, nfds = 0, extra = 0;
 	struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-		nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (nfds > 3) nfds = 3; // MSG_CTRUNC closed the rest
-		memcpy(fds, CMSG_DATA(cm), (size_t)nfds * sizeof(int));
+		// ctl has room for a fourth (CMSG_SPACE rounds up): closed; past
+		// that MSG_CTRUNC closed the rest.
+		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(fd));
+			if (i < 3) fds[nfds++] = fd;
+			else close(fd), extra = 1;
+		}
 	}
-	struct ward_exec_hdr h;
+	struct ward_exec_hdr h = {0};
 	struct ward_gate g;
 	long detail;
-	if (buf && got == n && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ward_exec_parse(buf, (size_t)n, &h, &g, &detail) == 0) {
+	// A request that cannot be taken is answered, with its ID when its
+	// header came whole: ward exec would otherwise wait for ever.
+	const char *bad = NULL;
+	int bad_errno = EBADMSG;
+	if (got >= (ssize_t)sizeof(h)) memcpy(&h, buf ? buf : head, sizeof(h));
+	if (!buf) bad = "no memory for the request", bad_errno = ENOMEM;
+	else if (got != n || (mh.msg_flags & MSG_TRUNC)) bad = "request cut short";
+	else if ((mh.msg_flags & MSG_CTRUNC) || extra) bad = "more fds than the 3 stdio fds", bad_errno = EINVAL;
+	else if (ward_exec_parse(buf, (size_t)n, &h, &g, &detail)) bad = "malformed request";
+	if (bad) {
+		if (got >= (ssize_t)sizeof(h) && h.magic == WARD_EXEC_MAGIC && h.id > 0 && !h.kill) send_error(h.id, "exec", bad_errno, bad, "");
+	} else {
 		if (h.kill) {
 			// Only a command that runs: before its exec its process group
 			// may not be its own yet (ward signals again once it started).
