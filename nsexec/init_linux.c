@@ -652,6 +652,11 @@ static void release(struct cmd *c) {
 // or the parent is gone.
 static void __attribute__((noreturn)) run_program(void) {
 	struct cmd c = {.report = -1};
+	// The timer is made before the program is let go: its failure is a
+	// setup error, not one after "started".
+	int tfd = -1;
+	if (cfg.h.time_limit_us > 0 && (tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0)
+		fail_step("time-limit", errno, "timerfd", "");
 	release(&c);
 	int r;
 	while ((r = gate_report(&c)) == 0) {
@@ -668,12 +673,10 @@ static void __attribute__((noreturn)) run_program(void) {
 
 	// The program leads its own process group, but with --tty.
 	int target = (cfg.h.flags & WARD_INIT_TTY) ? c.pid : -c.pid;
-	int tfd = -1;
-	if (cfg.h.time_limit_us > 0) {
-		int64_t at = started + cfg.h.time_limit_us;
+	if (tfd >= 0) {
+		int64_t at = started + cfg.h.time_limit_us; // bounded by the config's parser
 		struct itimerspec its = {.it_value = {.tv_sec = at / 1000000, .tv_nsec = (at % 1000000) * 1000}};
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL)) fail_step("time-limit", errno, "timerfd", "");
+		if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL)) fail_step("time-limit", errno, "timerfd_settime", "");
 	}
 	struct figs sum = {0}, one;
 	int timed_out = 0;
