@@ -349,7 +349,9 @@ static int when_relay(const struct ward_root *r) {
 // relay_child becomes "ward relay": the init's credentials and
 // namespaces, outside the program's cgroup, in a process group of its own
 // (^C at a terminal is not for it). It reports on fd 3 (w) and keeps the
-// proxy's socket; everything else of the init's closes on exec.
+// proxy's socket; everything else of the init's closes on exec. Its 0-2
+// are the sandbox's /dev/null, not the caller's stdio, which it would
+// otherwise hold open for as long as the sandbox lives.
 static void __attribute__((noreturn)) relay_child(int w) {
 	sigset_t none;
 	sigemptyset(&none);
@@ -359,6 +361,9 @@ static void __attribute__((noreturn)) relay_child(int w) {
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setpgid(0, 0);
 	if (dup2(w, WARD_PROTO_FD) < 0 || fcntl(cfg.h.relay_fd, F_SETFD, 0) < 0) _exit(WARD_EXIT_SETUP);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3; fd++)
+		if (null < 0 || dup2(null, fd) < 0) _exit(WARD_EXIT_SETUP);
 	syscall(SYS_execveat, cfg.h.relay_exe_fd, "", cfg.relay_argv, environ, AT_EMPTY_PATH);
 	_exit(127);
 }
