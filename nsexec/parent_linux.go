@@ -118,6 +118,11 @@ type Sandbox struct {
 // sends it the spec. It returns once the init runs; WaitStarted says
 // whether setup succeeded.
 func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
+	if spec.ProxyFD > 0 {
+		if err := checkRelayExe(); err != nil {
+			return nil, err
+		}
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, &SetupError{Step: "socketpair", Errno: errno(err), Msg: err.Error()}
