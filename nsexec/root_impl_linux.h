@@ -49,6 +49,9 @@
 
 // ward_root_fail fills out's what and path and returns err (positive).
 int ward_root_fail(struct ward_root_out *out, const char *what, const char *path, int err);
+// ward_root_failf is ward_root_fail with what formatted (printf).
+int ward_root_failf(struct ward_root_out *out, const char *path, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 // ward_root_setattr sets attrs (MOUNT_ATTR_*) on the mount at path beneath
 // dfd with flags (AT_RECURSIVE: the whole subtree): 0 or an errno.

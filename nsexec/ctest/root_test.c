@@ -288,6 +288,19 @@ static void test_sort(void) {
 	EXPECT(ward_sort_compares <= bound, "%zu comparisons for %d names, want at most %zu", ward_sort_compares, N, bound);
 }
 
+// test_fail_detail: a failure's operation carries what else it named
+// whole (a bind's source, beyond the 64 bytes what once had).
+static void test_fail_detail(void) {
+	struct ward_root_out out;
+	ward_root_out_init(&out);
+	char src[300] = "/.oldroot/";
+	memset(src + strlen(src), 'a', 250);
+	src[260] = 0;
+	EXPECT(ward_root_failf(&out, "/usr", ENOENT, "bind %s", src) == ENOENT, "failf's return");
+	EXPECT(!strncmp(out.what, "bind /.oldroot/", 15) && strlen(out.what) == 5 + strlen(src) && !strcmp(out.path, "/usr"),
+	       "what %.80s... (%zu bytes), path %s", out.what, strlen(out.what), out.path);
+}
+
 static void test_clean(void) {
 	const char *cases[][2] = {{"", "."}, {"/", "/"}, {"//a//b/", "/a/b"}, {"a/../..", ".."}, {"/../x", "/x"},
 				  {"./a/./b/..", "a"}, {"/a/b/../../..", "/"}, {"...", "..."}};
@@ -384,6 +397,7 @@ int main(void) {
 	test_clean();
 	test_glob_deep();
 	test_sort();
+	test_fail_detail();
 	test_handled();
 	if (geteuid() == 0) test_steps();
 	else fprintf(stderr, "root_test: not root: the steps not run (they need a mount namespace)\n");
