@@ -668,7 +668,10 @@ static void __attribute__((noreturn)) run_program(void) {
 	}
 	if (r < 0) _exit(WARD_EXIT_SETUP);
 	close(c.report);
+	// From the program's exec (its process's clock, the same
+	// CLOCK_MONOTONIC), or from now if that is missing or in the future.
 	int64_t started = mono_us();
+	if (c.timing.detail > 0 && c.timing.detail < started) started = c.timing.detail;
 	struct ward_json j;
 	msg_begin(&j, "started", 0);
 	ward_json_int(&j, "pid", c.pid);
