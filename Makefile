@@ -168,7 +168,7 @@ csan:
 	bin/gate_test
 	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/init_test nsexec/ctest/init_test.c $(NSEXEC_C)
 	bin/init_test
-	$(CC) $(CSAN_CFLAGS) -Insexec -o bin/root_test nsexec/ctest/root_test.c nsexec/root_linux.c nsexec/root_plan_linux.c \
+	$(CC) $(CSAN_CFLAGS) -DWARD_CTEST -Insexec -o bin/root_test nsexec/ctest/root_test.c nsexec/root_linux.c nsexec/root_plan_linux.c \
 		nsexec/root_user_linux.c nsexec/root_glob_linux.c nsexec/root_landlock_linux.c
 	bin/root_test
 

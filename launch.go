@@ -74,6 +74,9 @@ func launch(ctx context.Context, cfg Config, session bool) (l *launched, res *Re
 	if b.mounts, err = resolveMounts(cfg); err != nil {
 		return nil, nil, err // bad input: nothing made yet
 	}
+	if err := checkKeepOverlap(cfg.OverlayKeep, b.mounts); err != nil {
+		return nil, nil, err
+	}
 	steps := []nsexec.StepTime{{Step: "resolve-paths", Us: time.Since(t0).Microseconds(), Side: "parent"}}
 	b.res = newResult(cfg)
 	b.l = &launched{cfg: cfg, res: b.res}
@@ -286,7 +289,7 @@ func (b *building) startInit(ctx context.Context, t0 time.Time, steps []nsexec.S
 	cfg, spec, res, l := b.cfg, b.spec, b.res, b.l
 	sb, err := nsexec.Start(spec, b.stdio, nsexec.Options{
 		HostNetwork: cfg.Network == NetworkHost, TTY: cfg.TTY, Files: b.files.List(), Session: b.session,
-		OverlayKeep: b.overlayKeep,
+		OverlayKeep: b.overlayKeep, OverlayKeepLimit: overlaySize(cfg),
 	})
 	closeAll(b.parentCopies) // the init has its own copies
 	b.parentCopies = nil

@@ -540,6 +540,29 @@ func checkKeepDir(dir, cwd string) (string, error) {
 	return real, nil
 }
 
+// checkKeepOverlap refuses an --overlay-keep directory (resolved) that
+// lies inside a path the sandbox may write (the workspace, --allow-write,
+// a writable --mount), or holds one: the program could then plant links or
+// files in it for ward to write through, as the caller, when it copies
+// the overlay's changes there.
+func checkKeepOverlap(keep string, mounts []hostMount) error {
+	if keep == "" {
+		return nil
+	}
+	for _, m := range mounts {
+		if m.rw && (pathWithin(keep, m.src) || pathWithin(m.src, keep)) {
+			return &ConfigError{Key: "overlay-keep", Value: keep,
+				Reason: fmt.Sprintf("overlaps --%s=%s, which the sandbox may write: give a directory outside it", m.flag, m.value)}
+		}
+	}
+	return nil
+}
+
+// pathWithin says whether p (clean, absolute) is dir or lies beneath it.
+func pathWithin(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
 func overlaySize(cfg Config) int64 {
 	if !cfg.Overlay {
 		return 0

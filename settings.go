@@ -124,7 +124,12 @@ func buildSettings() []*setting {
 		{name: "deny_patterns (filesystem)", flag: "deny-pattern", key: "deny_patterns", section: "filesystem", help: "hide what this glob on paths inside matches, e.g. '/etc/*' (repeatable)",
 			kind: textsOf(func(c *Config) *[]string { return &c.DenyPatterns }, func(p string) string {
 				_, err := filepath.Match(p, "/")
-				return why(err != nil || !filepath.IsAbs(p), "want an absolute glob such as /etc/*")
+				if err != nil || !filepath.IsAbs(p) {
+					return "want an absolute glob such as /etc/*"
+				}
+				// An empty component matches nothing more, and thousands of
+				// them made a pattern of thousands of levels for the init.
+				return why(strings.Contains(p, "//") || len(p) >= 4096, "want an absolute glob such as /etc/*, without empty components (//) and shorter than 4096 bytes")
 			})},
 		{flag: "max-file-size", key: "max_file_size", section: "filesystem", help: "largest file the program may write (10M); a larger write fails with EFBIG",
 			kind: sizeOf(func(c *Config) *int64 { return &c.MaxFileSize }, 1, "must be more than 0")},

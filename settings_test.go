@@ -66,6 +66,7 @@ func TestOneRuleOneMessage(t *testing.T) {
 		{"file-descriptors", "3", "[sandbox]\nfile_descriptors = 3\n", Config{FileDescriptors: 3}, "want a number from 4 to 1048576 (leave it out for the default: soft 1024, hard 524288)"},
 		{"allow-port", "70000", "[sandbox.network]\nallow_ports = [70000]\n", Config{AllowPorts: []int{70000}}, "want a port from 1 to 65535"},
 		{"deny-pattern", "etc", "[sandbox.filesystem]\ndeny_patterns = [\"etc\"]\n", Config{DenyPatterns: []string{"etc"}}, "want an absolute glob such as /etc/*"},
+		{"deny-pattern", "/*//x", "[sandbox.filesystem]\ndeny_patterns = [\"/*//x\"]\n", Config{DenyPatterns: []string{"/*//x"}}, "want an absolute glob such as /etc/*, without empty components (//) and shorter than 4096 bytes"},
 		{"limits", "fast", "[sandbox]\nlimits = \"fast\"\n", Config{Limits: "fast"}, "want strict or best-effort"},
 		{"tmp-files", "0", "[sandbox.filesystem]\ntmp_files = 0\n", Config{Tmp: Scratch{Files: -2}}, "want a number from 1 to 16777216"},
 		{"memory-limit", "100", "[sandbox]\nmemory_limit = \"100\"\n", Config{MemoryLimit: 100}, "want at least 1M"},

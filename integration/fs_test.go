@@ -381,3 +381,32 @@ func TestOverlayKeepCopiesTheChangesToTheCaller(t *testing.T) {
 		t.Errorf("a non-empty --overlay-keep dir must be refused with 2\n%s", r)
 	}
 }
+
+// TestOverlayKeepInsideAWritablePathIsRefused: an --overlay-keep directory
+// the sandbox could write (inside the workspace or an --allow-write path,
+// or one of them itself) would let the program plant links for ward to
+// write through when it copies the changes there; it is refused with 2
+// before anything runs.
+func TestOverlayKeepInsideAWritablePathIsRefused(t *testing.T) {
+	ws, aw, same := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{filepath.Join(ws, "keep"), filepath.Join(aw, "keep")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"inside the workspace", []string{"--workspace=" + ws, "--overlay-keep=" + ws + "/keep"}},
+		{"inside --allow-write", []string{"--allow-write=" + aw, "--overlay-keep=" + aw + "/keep"}},
+		{"the --allow-write path itself", []string{"--allow-write=" + same, "--overlay-keep=" + same}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, opts{}, append(append([]string{"run"}, tc.args...), "--", "true")...)
+			if r.code != 2 || !strings.Contains(r.stderr, "--overlay-keep=") || !strings.Contains(r.stderr, "overlaps") {
+				t.Errorf("want exit 2 naming --overlay-keep and the overlap\n%s", r)
+			}
+		})
+	}
+}

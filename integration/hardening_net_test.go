@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -233,4 +234,31 @@ func TestEscapeNetworkHardening(t *testing.T) {
 		{name: "the stub lets an old name's listener go", probe: "dns_flood_listeners.py", args: []string{"8080"}, want: []string{"ECONNREFUSED"},
 			flags: []string{"--allow-network=web.test", "--allow-port=8080"}},
 	})
+}
+
+// TestHardeningRelayHoldsNoCallerStdio: the relay (ward relay, which runs
+// as long as the sandbox) has the sandbox's /dev/null as fds 0-2, not the
+// caller's terminal or files: it writes nothing there and must not keep a
+// caller's pipe open.
+func TestHardeningRelayHoldsNoCallerStdio(t *testing.T) {
+	p := startWard(t, opts{}, "run", "--network=proxy", "--time-limit=50s", "--", "sh", "-c", "echo ready; exec sleep 50")
+	relay := 0
+	deadline := time.Now().Add(50 * time.Second)
+	for time.Now().Before(deadline) && !p.exited() && relay == 0 {
+		if out, _ := os.ReadFile(p.outPath); strings.Contains(string(out), "ready") {
+			relay = childNamed(childOf(p.cmd.Process.Pid), "ward-relay")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if relay == 0 {
+		t.Fatalf("no relay found under ward %d's init\n%s", p.cmd.Process.Pid, p.wait())
+	}
+	for fd := 0; fd < 3; fd++ {
+		l, err := os.Readlink("/proc/" + strconv.Itoa(relay) + "/fd/" + strconv.Itoa(fd))
+		if err != nil || l != "/dev/null" {
+			t.Errorf("the relay's fd %d is %q (%v), want /dev/null", fd, l, err)
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM) // forwarded: the program ends, ward cleans up
+	p.wait()
 }

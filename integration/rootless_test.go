@@ -429,3 +429,29 @@ func TestRootlessEscapeBattery(t *testing.T) {
 		t.Run(name, f)
 	}
 }
+
+// TestRootlessOverlayKeepCopiesWhatTheProgramLeftUnreadable: rootless,
+// ward copies the overlay's changes without capabilities; a file the
+// program left at 000 and a directory it closed (000) are the caller's
+// own and are copied all the same, the whole copy not failed.
+func TestRootlessOverlayKeepCopiesWhatTheProgramLeftUnreadable(t *testing.T) {
+	forBothMappings(t, func(t *testing.T, u testUser) {
+		keep := filepath.Join(u.dir, "keep")
+		if err := os.Mkdir(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(keep, u.uid, u.gid); err != nil {
+			t.Fatal(err)
+		}
+		r := u.run(t, opts{}, "run", "--overlay-keep="+keep, "--", "sh", "-c",
+			"mkdir -p /usr/ward-k/d && echo secret > /usr/ward-k/f && echo inner > /usr/ward-k/d/g && chmod 000 /usr/ward-k/f /usr/ward-k/d")
+		if r.code != 0 || strings.Contains(r.stderr, "--overlay-keep=") {
+			t.Fatalf("exit %d, or the copy failed\n%s", r.code, r)
+		}
+		for name, want := range map[string]string{"usr/ward-k/f": "secret\n", "usr/ward-k/d/g": "inner\n"} {
+			if b, err := os.ReadFile(filepath.Join(keep, name)); err != nil || string(b) != want {
+				t.Errorf("%s: %q, %v; want %q\n%s", name, b, err, want, r)
+			}
+		}
+	})
+}

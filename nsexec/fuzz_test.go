@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"syscall"
@@ -220,6 +221,7 @@ func FuzzInitRoundTrip(f *testing.F) {
 	f.Add(s.Hostname, s.Args[0], strings.Join(s.DirectNames, "\x00"), int64(s.TimeLimitUs), 8, true, false)
 	f.Add("", "x", "", int64(0), 0, false, true)
 	f.Add("h\x00", "", "\x00", int64(-1), 17, true, false)
+	f.Add("h", "x", "", int64(math.MaxInt64), 1, false, false)
 	f.Fuzz(func(t *testing.T, hostname, arg0, names string, limit int64, ncg int, relay, session bool) {
 		spec := &Spec{Args: []string{arg0}, Hostname: hostname, TimeLimitUs: limit, CgroupFDs: ncg, LoopbackUp: relay, TTY: session}
 		if session {
@@ -246,8 +248,8 @@ func FuzzInitRoundTrip(f *testing.F) {
 		}
 		v, err := parseInit(msg)
 		if err != nil {
-			if limit < 0 {
-				return // refused: a negative limit is no limit the init takes
+			if limit < 0 || limit > math.MaxInt64/1000 {
+				return // refused: a negative limit, or one past Go's longest Duration, is no limit the init takes
 			}
 			t.Fatalf("a packed config is refused: %v", err)
 		}

@@ -225,6 +225,8 @@ func TestInitErrorsAreWordedByTheParent(t *testing.T) {
 	}{
 		{"operation, path, errno", (&Msg{Step: "build-root", What: "mount", Path: "/usr", Errno: int(syscall.ENOENT)}).setupError(),
 			"build-root", "mount /usr: no such file or directory"},
+		{"an operation with its source", (&Msg{Step: "build-root", What: "bind /.oldroot/usr", Path: "/usr", Errno: int(syscall.ENOENT)}).setupError(),
+			"build-root", "bind /.oldroot/usr /usr: no such file or directory"},
 		{"no path", (&Msg{Step: "become-root", What: "setresuid 0", Errno: int(syscall.EPERM)}).setupError(),
 			"become-root", "setresuid 0: operation not permitted"},
 		{"no errno", (&Msg{Step: "proxy-relay", What: "ward relay ended before it was ready (exit 2)"}).setupError(),

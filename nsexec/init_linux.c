@@ -352,7 +352,9 @@ static int when_relay(const struct ward_root *r) {
 // relay_child becomes "ward relay": the init's credentials and
 // namespaces, outside the program's cgroup, in a process group of its own
 // (^C at a terminal is not for it). It reports on fd 3 (w) and keeps the
-// proxy's socket; everything else of the init's closes on exec.
+// proxy's socket; everything else of the init's closes on exec. Its 0-2
+// are the sandbox's /dev/null, not the caller's stdio, which it would
+// otherwise hold open for as long as the sandbox lives.
 static void __attribute__((noreturn)) relay_child(int w) {
 	sigset_t none;
 	sigemptyset(&none);
@@ -362,6 +364,9 @@ static void __attribute__((noreturn)) relay_child(int w) {
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setpgid(0, 0);
 	if (dup2(w, WARD_PROTO_FD) < 0 || fcntl(cfg.h.relay_fd, F_SETFD, 0) < 0) _exit(WARD_EXIT_SETUP);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3; fd++)
+		if (null < 0 || dup2(null, fd) < 0) _exit(WARD_EXIT_SETUP);
 	syscall(SYS_execveat, cfg.h.relay_exe_fd, "", cfg.relay_argv, environ, AT_EMPTY_PATH);
 	_exit(127);
 }
@@ -656,13 +661,21 @@ static void release(struct cmd *c) {
 // or the parent is gone.
 static void __attribute__((noreturn)) run_program(void) {
 	struct cmd c = {.report = -1};
+	// The timer is made before the program is let go: its failure is a
+	// setup error, not one after "started".
+	int tfd = -1;
+	if (cfg.h.time_limit_us > 0 && (tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0)
+		fail_step("time-limit", errno, "timerfd", "");
 	release(&c);
 	int r;
 	while ((r = gate_report(&c)) == 0) {
 	}
 	if (r < 0) _exit(WARD_EXIT_SETUP);
 	close(c.report);
+	// From the program's exec (its process's clock, the same
+	// CLOCK_MONOTONIC), or from now if that is missing or in the future.
 	int64_t started = mono_us();
+	if (c.timing.detail > 0 && c.timing.detail < started) started = c.timing.detail;
 	struct ward_json j;
 	msg_begin(&j, "started", 0);
 	ward_json_int(&j, "pid", c.pid);
@@ -672,12 +685,10 @@ static void __attribute__((noreturn)) run_program(void) {
 
 	// The program leads its own process group, but with --tty.
 	int target = (cfg.h.flags & WARD_INIT_TTY) ? c.pid : -c.pid;
-	int tfd = -1;
-	if (cfg.h.time_limit_us > 0) {
-		int64_t at = started + cfg.h.time_limit_us;
+	if (tfd >= 0) {
+		int64_t at = started + cfg.h.time_limit_us; // bounded by the config's parser
 		struct itimerspec its = {.it_value = {.tv_sec = at / 1000000, .tv_nsec = (at % 1000000) * 1000}};
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		if (tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL)) fail_step("time-limit", errno, "timerfd", "");
+		if (timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL)) fail_step("time-limit", errno, "timerfd_settime", "");
 	}
 	struct figs sum = {0}, one;
 	int timed_out = 0;
@@ -757,26 +768,44 @@ static void recv_exec(void) {
 	if (n == 0 || (n < 0 && errno != EAGAIN)) _exit(0); // the parent is gone
 	if (n < 0) return;
 	char *buf = malloc((size_t)n);
+	char head[sizeof(struct ward_exec_hdr)]; // without buf: enough for the ID to answer
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(3 * sizeof(int))];
 	} ctl;
-	struct iovec iov = {.iov_base = buf ? buf : &probe, .iov_len = buf ? (size_t)n : 1};
+	struct iovec iov = {.iov_base = buf ? buf : head, .iov_len = buf ? (size_t)n : sizeof(head)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
 	ssize_t got;
 	do got = recvmsg(cfg.h.exec_fd, &mh, MSG_CMSG_CLOEXEC);
 	while (got < 0 && errno == EINTR);
-	int fds[3] = {-1, -1, -1}, nfds = 0;
+	int fds[3] = {-1, -1, -1}, nfds = 0, extra = 0;
 	struct cmsghdr *cm = got > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
 	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-		nfds = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		if (nfds > 3) nfds = 3; // MSG_CTRUNC closed the rest
-		memcpy(fds, CMSG_DATA(cm), (size_t)nfds * sizeof(int));
+		// ctl has room for a fourth (CMSG_SPACE rounds up): closed; past
+		// that MSG_CTRUNC closed the rest.
+		int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + (size_t)i * sizeof(int), sizeof(fd));
+			if (i < 3) fds[nfds++] = fd;
+			else close(fd), extra = 1;
+		}
 	}
-	struct ward_exec_hdr h;
+	struct ward_exec_hdr h = {0};
 	struct ward_gate g;
 	long detail;
-	if (buf && got == n && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && ward_exec_parse(buf, (size_t)n, &h, &g, &detail) == 0) {
+	// A request that cannot be taken is answered, with its ID when its
+	// header came whole: ward exec would otherwise wait for ever.
+	const char *bad = NULL;
+	int bad_errno = EBADMSG;
+	if (got >= (ssize_t)sizeof(h)) memcpy(&h, buf ? buf : head, sizeof(h));
+	if (!buf) bad = "no memory for the request", bad_errno = ENOMEM;
+	else if (got != n || (mh.msg_flags & MSG_TRUNC)) bad = "request cut short";
+	else if ((mh.msg_flags & MSG_CTRUNC) || extra) bad = "more fds than the 3 stdio fds", bad_errno = EINVAL;
+	else if (ward_exec_parse(buf, (size_t)n, &h, &g, &detail)) bad = "malformed request";
+	if (bad) {
+		if (got >= (ssize_t)sizeof(h) && h.magic == WARD_EXEC_MAGIC && h.id > 0 && !h.kill) send_error(h.id, "exec", bad_errno, bad, "");
+	} else {
 		if (h.kill) {
 			// Only a command that runs: before its exec its process group
 			// may not be its own yet (ward signals again once it started).

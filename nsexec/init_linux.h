@@ -16,6 +16,9 @@
 #define WARD_INIT_MAGIC 0x494e4957u // "WINI", little-endian
 #define WARD_INIT_VERSION 1
 #define WARD_INIT_MAX (64u << 20) // no config is larger (the header's lengths are checked against it)
+// The longest time limit (Go's longest Duration, in µs): the monotonic
+// clock plus it cannot overflow the deadline.
+#define WARD_INIT_MAX_TIME_LIMIT_US (INT64_MAX / 1000)
 #define WARD_HOSTNAME_MAX 64      // HOST_NAME_MAX
 
 enum {

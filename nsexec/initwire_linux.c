@@ -64,7 +64,7 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	*detail = 3;
 	if (h->hdr_size != sizeof(*h)) return -EBADMSG;
 	*detail = 4;
-	if (h->flags & ~(uint32_t)WARD_INIT_ALL_FLAGS || h->time_limit_us < 0 ||
+	if (h->flags & ~(uint32_t)WARD_INIT_ALL_FLAGS || h->time_limit_us < 0 || h->time_limit_us > WARD_INIT_MAX_TIME_LIMIT_US ||
 	    (h->time_limit_us && (h->flags & WARD_INIT_SESSION)))
 		return -EBADMSG;
 	*detail = 5;

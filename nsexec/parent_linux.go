@@ -49,6 +49,9 @@ type Options struct {
 	// once the sandbox is gone, Wait copies the overlays' upper layers
 	// (whose fd the init passes up) into it.
 	OverlayKeep *os.File
+	// OverlayKeepLimit caps the bytes that copy writes (the overlay's
+	// size; 0: no cap).
+	OverlayKeepLimit int64
 	// Files are the fds the init inherits past its protocol socket, as
 	// numbered by Files.Add: first the cgroup.procs files the program's
 	// process writes itself into (spec.CgroupFDs of them), then the
@@ -101,6 +104,7 @@ type Sandbox struct {
 	// upper is the overlays' upper layers (from "ready"), keep the
 	// caller's --overlay-keep directory: Wait copies one into the other.
 	upper, keep *os.File
+	keepLimit   int64
 	// listener serves the program's seccomp listener (verbose mode).
 	listener *seccomp.Listener
 	cloned   int64 // monoUs when the init's exec was done
@@ -121,6 +125,11 @@ type Sandbox struct {
 // sends it the spec. It returns once the init runs; WaitStarted says
 // whether setup succeeded.
 func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
+	if spec.ProxyFD > 0 {
+		if err := checkRelayExe(); err != nil {
+			return nil, err
+		}
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, &SetupError{Step: "socketpair", Errno: errno(err), Msg: err.Error()}
@@ -218,7 +227,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
 	sb := &Sandbox{session: opt.Session, spec: spec, execCtl: execOurs, waiters: map[int]waiter{}, cmd: cmd, conn: parent,
-		msgs: make(chan Msg, 4), waited: make(chan struct{}), keep: opt.OverlayKeep}
+		msgs: make(chan Msg, 4), waited: make(chan struct{}), keep: opt.OverlayKeep, keepLimit: opt.OverlayKeepLimit}
 	sb.cloned = monoUs()
 	sb.Steps = []StepTime{{Step: "clone-init", Us: sb.cloned - t0, Side: "parent"}}
 	if full != nil {
@@ -535,7 +544,7 @@ func (sb *Sandbox) keepUpper() {
 	if sb.keep == nil {
 		return
 	}
-	if err := fs.KeepUpper(int(sb.upper.Fd()), int(sb.keep.Fd())); err != nil && sb.exit != nil {
+	if err := fs.KeepUpper(int(sb.upper.Fd()), int(sb.keep.Fd()), sb.keepLimit); err != nil && sb.exit != nil {
 		sb.exit.KeepError = err.Error()
 	}
 }

@@ -251,16 +251,41 @@ static int has_meta(const char *s, size_t n) {
 	return 0;
 }
 
-// sort_names sorts the n strings at names (offsets into base) bytewise,
-// as Go sorts strings (a shell sort: no malloc, no recursion).
-static void sort_names(size_t *idx, size_t n, const char *base) {
-	for (size_t gap = n / 2; gap > 0; gap /= 2)
-		for (size_t i = gap; i < n; i++)
-			for (size_t j = i; j >= gap && strcmp(base + idx[j - gap], base + idx[j]) > 0; j -= gap) {
-				size_t x = idx[j];
-				idx[j] = idx[j - gap];
-				idx[j - gap] = x;
-			}
+#ifdef WARD_CTEST
+size_t ward_sort_compares; // ctest: the comparisons ward_sort_names made
+#define COUNT_COMPARE() (ward_sort_compares++)
+#else
+#define COUNT_COMPARE() ((void)0)
+#endif
+
+static int name_less(const size_t *idx, size_t a, size_t b, const char *base) {
+	COUNT_COMPARE();
+	return strcmp(base + idx[a], base + idx[b]) < 0;
+}
+
+// sift_down restores the max-heap below root in idx[0:n).
+static void sift_down(size_t *idx, size_t root, size_t n, const char *base) {
+	for (size_t child; (child = 2 * root + 1) < n; root = child) {
+		if (child + 1 < n && name_less(idx, child, child + 1, base)) child++;
+		if (!name_less(idx, root, child, base)) return;
+		size_t x = idx[root];
+		idx[root] = idx[child];
+		idx[child] = x;
+	}
+}
+
+// ward_sort_names sorts the n strings at idx (offsets into base)
+// bytewise, as Go sorts strings. A heapsort: O(n log n) however the
+// sandbox named a directory's entries (a shell sort's worst case is
+// quadratic), with no malloc and no recursion.
+void ward_sort_names(size_t *idx, size_t n, const char *base) {
+	for (size_t i = n / 2; i > 0; i--) sift_down(idx, i - 1, n, base);
+	for (size_t end = n; end > 1; end--) {
+		size_t x = idx[0];
+		idx[0] = idx[end - 1];
+		idx[end - 1] = x;
+		sift_down(idx, 0, end - 1, base);
+	}
 }
 
 // read_names lists the directory fd's entries but . and .., and an index
@@ -281,7 +306,7 @@ static int read_names(int fd, struct ward_strs *names, struct ward_strs *idx) {
 			if (ward_strs_add(names, name, strlen(name)) || add_offset(idx, at)) return -ENOMEM;
 		}
 	}
-	if (idx->n) sort_names((size_t *)(void *)idx->p, idx->n, names->p);
+	if (idx->n) ward_sort_names((size_t *)(void *)idx->p, idx->n, names->p);
 	return 0;
 }
 
@@ -344,6 +369,10 @@ int ward_glob(const char *pattern, struct ward_strs *out) {
 	size_t levels = 0, cur = n;
 	for (;;) {
 		size_t file = split_dir(pattern, cur, dir);
+		// Two entries a level, and a level per slash: "/*" and thousands of
+		// slashes would write past ends. No path the kernel takes needs
+		// that many levels; Go's side refuses such patterns first.
+		if (levels + 2 > sizeof(ends) / sizeof(ends[0])) return -EINVAL;
 		ends[levels++] = (uint16_t)file; // this level's file part is pattern[file:cur]
 		ends[levels++] = (uint16_t)cur;
 		if (!has_meta(dir, strlen(dir))) break;

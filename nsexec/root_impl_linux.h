@@ -49,6 +49,9 @@
 
 // ward_root_fail fills out's what and path and returns err (positive).
 int ward_root_fail(struct ward_root_out *out, const char *what, const char *path, int err);
+// ward_root_failf is ward_root_fail with what formatted (printf).
+int ward_root_failf(struct ward_root_out *out, const char *path, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 // ward_root_setattr sets attrs (MOUNT_ATTR_*) on the mount at path beneath
 // dfd with flags (AT_RECURSIVE: the whole subtree): 0 or an errno.
@@ -79,6 +82,8 @@ const char *ward_strs_next(const struct ward_strs *l, const char *prev);
 int ward_glob(const char *pattern, struct ward_strs *out);
 int ward_eval_symlinks(const char *path, char *out, size_t size);
 size_t ward_clean(const char *in, size_t n, char *out);
+// ward_sort_names sorts n strings, given as offsets into base, bytewise.
+void ward_sort_names(size_t *idx, size_t n, const char *base);
 
 // The steps in files of their own: clone-user-paths (when any mount is a
 // CLONE) and mount-user-paths (root_user_linux.c), mask-denied

@@ -81,7 +81,8 @@ static int add_path(int ruleset, const char *path, uint64_t access, uint64_t han
 	else if (!S_ISLNK(st.st_mode)) {
 		struct ll_path_beneath pb = {.allowed_access = access & handled, .parent_fd = fd};
 		if (!S_ISDIR(st.st_mode)) pb.allowed_access &= LL_FILE_RIGHTS;
-		if ((e = add_rule(ruleset, LL_RULE_PATH_BENEATH, &pb))) ward_root_fail(out, "landlock_add_rule", path, e);
+		if ((e = add_rule(ruleset, LL_RULE_PATH_BENEATH, &pb)))
+			ward_root_failf(out, path, e, "landlock_add_rule access %#llx", (unsigned long long)pb.allowed_access);
 	}
 	close(fd);
 	return e;

@@ -23,6 +23,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,15 @@ static void copy_str(char *dst, size_t size, const char *src) {
 
 int ward_root_fail(struct ward_root_out *out, const char *what, const char *path, int err) {
 	copy_str(out->what, sizeof(out->what), what);
+	copy_str(out->path, sizeof(out->path), path ? path : "");
+	return err;
+}
+
+int ward_root_failf(struct ward_root_out *out, const char *path, int err, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(out->what, sizeof(out->what), fmt, ap);
+	va_end(ap);
 	copy_str(out->path, sizeof(out->path), path ? path : "");
 	return err;
 }
@@ -154,7 +164,7 @@ static int bind(const char *src, const char *dst, unsigned flags, struct ward_ro
 	if (stat(src, &st) < 0) return FAIL("stat bind source", src);
 	int e = make_target(dst, S_ISDIR(st.st_mode), out);
 	if (e) return e;
-	if (mount(src, dst, "", MS_BIND | MS_REC, "") < 0) return FAIL("bind", dst);
+	if (mount(src, dst, "", MS_BIND | MS_REC, "") < 0) return ward_root_failf(out, dst, errno, "bind %s", src);
 	return bind_attrs(dst, flags, out);
 }
 

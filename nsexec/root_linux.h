@@ -127,7 +127,9 @@ struct ward_root_out {
 	int landlock_fd;         // build-landlock: the ruleset (-1: none)
 	int landlock_abi;        // its ABI (0: none)
 	char landlock_note[256]; // why there is none, when there is none
-	char what[64];           // on failure: the operation ("mount", "mkdir", "pivot_root", ...)
+	// On failure: the operation ("mount", "mkdir", "pivot_root", ...) with
+	// what else it named (a bind's source: "bind /.oldroot/usr").
+	char what[WARD_ROOT_MAX_PATH + 64];
 	char path[4096];         // on failure: the path it named ("" if none)
 };
 

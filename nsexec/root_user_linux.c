@@ -147,7 +147,7 @@ static int mount_one(int root, const struct ward_root_mount *m, const char *end,
 	int e = syscall(SYS_move_mount, m->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ? errno : 0;
 	close(target);
 	// ENOENT: the mount point was removed since it was made.
-	if (e) return ward_root_fail(out, "move_mount onto the mount point", m->dst, e);
+	if (e) return ward_root_failf(out, m->dst, e, "move_mount %s onto the mount point", m->src);
 	if ((e = ward_root_check_ro(m->dst, !(m->flags & WARD_MOUNT_RW), out))) return e;
 	struct ward_root_cursor c = {m->sockets, end};
 	for (uint32_t i = 0; i < m->nsockets; i++) {

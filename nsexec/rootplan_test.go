@@ -230,6 +230,7 @@ func FuzzGlobMatch(f *testing.F) {
 		{"\\*", "*"}, {"[", "a"}, {"a[", "b"}, {"*[", "x"}, {"[]a]", "]"}, {"[\\]]", "]"}, {"[x-]", "x"},
 		{"é?", "éé"}, {"?", "\xff"}, {"[\xff]", "a"}, {"\\", ""}, {"a\\", "a"}, {"*x", "yyx"}, {"**", "ab"},
 		{"[a-", "a"}, {"[!a]", "!"}, {"/home/sandbox/.[a-z]*", "/home/sandbox/.ssh"},
+		{"/*" + strings.Repeat("/", 4000), "/x"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -368,4 +369,13 @@ func FuzzRootRoundTrip(f *testing.F) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, p)
 		}
 	})
+}
+
+// TestGlobRefusesTooManyLevels: a pattern of more levels than the C glob
+// keeps ("/*" and 4000 slashes, each a level) is refused, not written past
+// its stack array (the ASan case is in ctest/root_test.c).
+func TestGlobRefusesTooManyLevels(t *testing.T) {
+	if _, err := cGlob("/*" + strings.Repeat("/", 4000)); err == nil {
+		t.Errorf("Glob(/* + 4000 slashes) = nil error, want EINVAL")
+	}
 }

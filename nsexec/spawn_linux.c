@@ -511,6 +511,10 @@ static void __attribute__((noreturn)) child(struct ward_gate *g, struct ward_rep
 		if (child_steps[i].id >= 0) r.us[child_steps[i].id] += now_us() - t;
 	}
 	r.kind = WARD_REPORT_TIMINGS;
+	// The program's own clock starts here, as it execs: the init measures
+	// the wall time and the time limit from this instant, not from when it
+	// got round to reading this report (which may be later on a busy host).
+	r.detail = now_us();
 	report(g->report_fd, &r);
 	// The mask survives exec: unblock what ward_spawn blocked.
 	uint64_t none = 0;

@@ -175,8 +175,8 @@ type Exit struct {
 	// Denied are the syscalls the policy denied (SeccompNotify only).
 	Denied []seccomp.Denial `json:"denied,omitempty"`
 	Reaped int              `json:"reaped"`
-	// WallUs is the program's own time: from its exec (the init saw the
-	// exec close the report socket) to the init reaping it.
+	// WallUs is the program's own time: from its exec (the instant its
+	// process, done with its steps, calls execve) to the init reaping it.
 	WallUs int64 `json:"wall_us,omitempty"`
 	// TimedOut: the init ended the program at Spec.TimeLimitUs.
 	TimedOut bool `json:"timed_out,omitempty"`

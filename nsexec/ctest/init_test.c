@@ -188,6 +188,7 @@ static void test_config_malformed(void) {
 	BAD("header size", p.h.hdr_size += 8, 3);
 	BAD("an unknown flag", p.h.flags |= 1u << 20, 4);
 	BAD("a negative time limit", p.h.time_limit_us = -1, 4);
+	BAD("a time limit the deadline overflows with", p.h.time_limit_us = INT64_MAX, 4);
 	BAD("ncgroup -1", p.h.ncgroup = -1, 5);
 	BAD("ncgroup 17", p.h.ncgroup = WARD_MAX_CGROUPS + 1, 5);
 	BAD("relay fd 3 (the protocol socket)", p.h.relay_fd = 3, 5);

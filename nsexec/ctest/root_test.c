@@ -253,6 +253,54 @@ static void test_match(void) {
 	}
 }
 
+// test_glob_deep: a pattern of more levels than ends holds is refused,
+// not written past it (ASan).
+static void test_glob_deep(void) {
+	char pattern[WARD_ROOT_MAX_PATH];
+	size_t n = 0;
+	pattern[n++] = '/';
+	pattern[n++] = '*';
+	while (n < 4002) pattern[n++] = '/';
+	pattern[n] = 0;
+	struct ward_strs out = {0};
+	int e = ward_glob(pattern, &out);
+	EXPECT(e == -EINVAL, "Glob(/* + 4000 /) = %d, want -EINVAL", e);
+	ward_strs_free(&out);
+}
+
+// test_sort: ward_sort_names sorts, in O(n log n) comparisons also on
+// the order that makes a shell sort with halving gaps quadratic (the
+// smaller half at even places, the larger at odd ones).
+extern size_t ward_sort_compares;
+static void test_sort(void) {
+	enum { N = 4096, W = 6 };
+	static char base[N * W];
+	static size_t idx[N];
+	for (size_t i = 0; i < N; i++) {
+		size_t v = i % 2 == 0 ? i / 2 : N / 2 + i / 2;
+		snprintf(base + i * W, W, "%05zu", v);
+		idx[i] = i * W;
+	}
+	ward_sort_compares = 0;
+	ward_sort_names(idx, N, base);
+	for (size_t i = 1; i < N; i++) EXPECT(strcmp(base + idx[i - 1], base + idx[i]) <= 0, "not sorted at %zu", i);
+	size_t bound = 3 * N * 12; // 3 n log2(n)
+	EXPECT(ward_sort_compares <= bound, "%zu comparisons for %d names, want at most %zu", ward_sort_compares, N, bound);
+}
+
+// test_fail_detail: a failure's operation carries what else it named
+// whole (a bind's source, beyond the 64 bytes what once had).
+static void test_fail_detail(void) {
+	struct ward_root_out out;
+	ward_root_out_init(&out);
+	char src[300] = "/.oldroot/";
+	memset(src + strlen(src), 'a', 250);
+	src[260] = 0;
+	EXPECT(ward_root_failf(&out, "/usr", ENOENT, "bind %s", src) == ENOENT, "failf's return");
+	EXPECT(!strncmp(out.what, "bind /.oldroot/", 15) && strlen(out.what) == 5 + strlen(src) && !strcmp(out.path, "/usr"),
+	       "what %.80s... (%zu bytes), path %s", out.what, strlen(out.what), out.path);
+}
+
 static void test_clean(void) {
 	const char *cases[][2] = {{"", "."}, {"/", "/"}, {"//a//b/", "/a/b"}, {"a/../..", ".."}, {"/../x", "/x"},
 				  {"./a/./b/..", "a"}, {"/a/b/../../..", "/"}, {"...", "..."}};
@@ -347,6 +395,9 @@ int main(void) {
 	test_malformed();
 	test_match();
 	test_clean();
+	test_glob_deep();
+	test_sort();
+	test_fail_detail();
 	test_handled();
 	if (geteuid() == 0) test_steps();
 	else fprintf(stderr, "root_test: not root: the steps not run (they need a mount namespace)\n");

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,8 +56,18 @@ func wardOCI(t *testing.T, root string, args ...string) result {
 
 // sleeper is a process of the test's own standing in for a container's
 // init, ended and reaped at cleanup.
+// unignore makes SIGHUP and SIGINT caught in this process, so that the
+// children it starts get them at their default action (exec resets a caught
+// signal, but keeps an ignored one): a test run under nohup, or as a
+// background job of a shell without job control, starts with them ignored,
+// and kill would then not end the sleeper.
+var unignore = sync.OnceFunc(func() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT)
+})
+
 func sleeper(t *testing.T) *exec.Cmd {
 	t.Helper()
+	unignore()
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -65,6 +77,17 @@ func sleeper(t *testing.T) *exec.Cmd {
 		_ = cmd.Wait()
 	})
 	return cmd
+}
+
+// sigIgn is pid's mask of ignored signals, as /proc shows it.
+func sigIgn(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
 
 // addContainer records a container under root whose init is pid (0: none).
@@ -229,9 +252,21 @@ func TestKillCommand(t *testing.T) {
 		if r := wardOCI(t, root, tt.args...); r.code != 0 {
 			t.Errorf("%v: %+v", tt.args, r)
 		}
-		err := cmd.Wait()
+		// A guard against a hang, not a timing: a signal the sleeper
+		// ignores would otherwise leave the test waiting for its 600 s.
+		ignored := sigIgn(cmd.Process.Pid)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			err = <-done
+			t.Errorf("%v: the init did not end (its SigIgn: %s)", tt.args, ignored)
+		}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != tt.sig {
-			t.Errorf("%v: the init ended with %v, want %v", tt.args, err, tt.sig)
+			t.Errorf("%v: the init ended with %v, want %v (its SigIgn: %s)", tt.args, err, tt.sig, ignored)
 		}
 		if err := oci.NewStore(root).Remove("c"); err != nil {
 			t.Fatal(err)
