@@ -91,20 +91,11 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 			c.Resources.Devices = append(c.Resources.Devices, DeviceRule{Allow: true, Type: 'c', Major: d[0], Minor: d[1], Access: "rwm"})
 		}
 	}
-	p := c.Process
-	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, Hostname: c.Hostname, Plan: plan,
-		UID: int(p.UID), GID: int(p.GID), NoFile: 1024, CgroupFDs: len(cgroupFiles)}
-	for _, r := range p.Rlimits {
-		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+	spec, err := processSpec(c, c.Process)
+	if err != nil {
+		return nil, err
 	}
-	spec.Caps = capSets(p)
-	if c.Seccomp != nil {
-		prog, err := c.Seccomp.Compile()
-		if err != nil {
-			return nil, invalid("linux.seccomp", "%v", err)
-		}
-		spec.Seccomp = []seccomp.Program{prog}
-	}
+	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
 	var flags uintptr
 	for _, ns := range c.Namespaces {
 		flags |= ns.Flag
@@ -186,6 +177,13 @@ func ExecSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	if err := lifecycleUnsupported(&cc); err != nil {
 		return nil, err
 	}
+	return processSpec(c, p)
+}
+
+// processSpec is what the container's init and an exec'd command share:
+// process p (args, env, cwd, user, rlimits, capabilities) under the
+// container's seccomp filter.
+func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, UID: int(p.UID), GID: int(p.GID), NoFile: 1024}
 	for _, r := range p.Rlimits {
 		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
