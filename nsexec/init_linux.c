@@ -112,22 +112,10 @@ static int64_t mono_us(void) {
 // send_up writes one message (n bytes) to the parent, with fd (-1: none)
 // as SCM_RIGHTS. A parent that is gone leaves nothing to report to.
 static void send_up(const char *s, size_t n, int fd) {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union ward_cmsg_fd ctl;
 	struct iovec iov = {.iov_base = (void *)s, .iov_len = n};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = sizeof(ctl.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
+	ward_attach_fd(&mh, &ctl, fd);
 	while (iov.iov_len > 0) {
 		ssize_t w = sendmsg(WARD_PROTO_FD, &mh, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR) continue;

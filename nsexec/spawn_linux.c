@@ -580,10 +580,7 @@ void __attribute__((noreturn)) ward_early_child(int fd, int ncg) {
 	if (!buf) fail(&bad, &r, WARD_REPORT_ERROR, WARD_STEP_FORK, -ENOMEM, n);
 	// The Landlock ruleset, if any, comes with the config (SCM_RIGHTS).
 	long got;
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union ward_cmsg_fd ctl;
 	struct iovec iov = {.iov_base = buf, .iov_len = n};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
 	do got = sys(SYS_recvmsg, fd, (long)&mh, MSG_CMSG_CLOEXEC, 0, 0);
@@ -680,22 +677,10 @@ int ward_send_gate_to(struct ward_gate *g, int fd) {
 	char *buf = ward_pack_gate(g, &n);
 	if (!buf) return -ENOMEM;
 	// The Landlock ruleset goes along as an fd of the child's own.
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	union ward_cmsg_fd ctl;
 	struct iovec iov = {.iov_base = buf, .iov_len = n};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (g->landlock_fd >= 0) {
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = sizeof(ctl.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &g->landlock_fd, sizeof(int));
-	}
+	ward_attach_fd(&mh, &ctl, g->landlock_fd);
 	long e = sys(SYS_sendmsg, fd, (long)&mh, MSG_NOSIGNAL, 0, 0);
 	free(buf);
 	return e < 0 ? (int)e : 0;

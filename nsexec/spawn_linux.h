@@ -3,6 +3,8 @@
 #define WARD_SPAWN_LINUX_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 
 // What Go and C must agree on, in one place (Go reads them through cgo).
 #define WARD_ARGV0 "ward"     // argv[0] of the re-executed init
@@ -96,6 +98,25 @@ struct ward_gate {
 	char *const *argv;
 	char *const *envp;
 };
+
+// ward_cmsg_fd is the control buffer of a message that carries one fd.
+union ward_cmsg_fd {
+	struct cmsghdr h;
+	char b[CMSG_SPACE(sizeof(int))];
+};
+
+// ward_attach_fd makes mh carry fd as SCM_RIGHTS, in ctl (fd < 0: none).
+static inline void ward_attach_fd(struct msghdr *mh, union ward_cmsg_fd *ctl, int fd) {
+	if (fd < 0) return;
+	memset(ctl, 0, sizeof(*ctl));
+	mh->msg_control = ctl->b;
+	mh->msg_controllen = sizeof(ctl->b);
+	struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
 
 int ward_spawn(struct ward_gate *g);
 // ward_become runs g's steps in the calling process and execs (an OCI
