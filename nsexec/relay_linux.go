@@ -13,6 +13,20 @@ import (
 	"github.com/wardbox/ward/netns"
 )
 
+// init names a relay "ward-relay" for ps inside and on the host (an exec
+// from an fd names it after the fd's number, or the binary, otherwise).
+// PR_SET_NAME names the calling thread, and /proc/PID/comm shows the
+// thread group leader's: package init runs on the main thread, main.main
+// may not (the main goroutine can move to another thread after a
+// syscall), so the name is set here. Only argv is looked at: IsRelay
+// decides whether this is a relay.
+func init() {
+	if len(os.Args) >= 2 && os.Args[0] == initArgv0 && os.Args[1] == relayArg {
+		name := []byte("ward-relay\x00")
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+	}
+}
+
 // IsRelay reports whether this process is a sandbox's proxy relay: "ward
 // relay CTL PORTS [NAME...]", exec'd by the init (its parent, PID 1 of
 // the sandbox, named ward-init) with its report pipe as fd 3.
@@ -35,10 +49,6 @@ func IsRelay() bool {
 // read its memory.
 func RunRelay() {
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// Named for ps inside and on the host (the exec from an fd names it
-	// after the fd's number otherwise).
-	name := []byte("ward-relay\x00")
-	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 	report := os.NewFile(protoFd, "ward-relay-report")
 	fail := func(step string, err error) {
 		_ = json.NewEncoder(report).Encode(Msg{Type: MsgError, Step: step, Message: err.Error(), Errno: int(errno(err))})
