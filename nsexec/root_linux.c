@@ -69,7 +69,7 @@ int ward_root_failf(struct ward_root_out *out, const char *path, int err, const 
 
 void ward_root_out_init(struct ward_root_out *out) {
 	memset(out, 0, sizeof(*out));
-	out->upper_fd = out->landlock_fd = -1;
+	out->upper_fd = out->landlock_fd = out->stage_fd = -1;
 }
 
 int ward_root_setattr(int dfd, const char *path, unsigned flags, uint64_t attrs) {
@@ -179,6 +179,23 @@ static int bind_fd(int fd, const char *dst, unsigned flags, struct ward_root_out
 	if (e) return e;
 	if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) return FAIL("move_mount", dst);
 	return bind_attrs(dst, flags, out);
+}
+
+// bind_host binds the host's src (absolute) at dst. The host's root is at
+// WARD_OLD_ROOT, or, while the plan is built in an OCI container's rootfs
+// (stage_fd), beneath the root tmpfs that is out of reach by path: there
+// the source is cloned (open_tree) through stage_fd and attached as
+// bind_fd attaches the parent's clones.
+static int bind_host(const char *src, const char *dst, unsigned flags, struct ward_root_out *out) {
+	char path[WARD_ROOT_MAX_PATH];
+	int e = join(path, sizeof(path), WARD_OLD_ROOT, src);
+	if (e) return ward_root_fail(out, "stat bind source", src, e);
+	if (out->stage_fd < 0) return bind(path, dst, flags, out);
+	int tree = (int)syscall(SYS_open_tree, out->stage_fd, path + 1, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0) return ward_root_failf(out, dst, errno, "clone %s", path);
+	e = bind_fd(tree, dst, flags, out);
+	close(tree);
+	return e;
 }
 
 // seal makes the single mount at path read-only.
@@ -313,7 +330,16 @@ static int sysfs(const struct ward_root_op *op, struct ward_root_out *out) {
 	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
 	if (mount("sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
 	if (errno != EPERM) return FAIL("mount sysfs", op->dst);
-	return bind(WARD_OLD_ROOT "/sys", op->dst, 0, out);
+	return bind_host("/sys", op->dst, 0, out);
+}
+
+// setattr sets and clears mount attributes on the whole subtree at
+// op->dst (an OCI mount's recursive options: rro, rnosuid, ...).
+static int setattr(const struct ward_root_op *op, struct ward_root_out *out) {
+	struct ward_mount_attr a = {.attr_set = op->mode, .attr_clr = (uint32_t)op->uid};
+	if (syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &a, sizeof(a)) < 0)
+		return FAIL("mount_setattr", op->dst);
+	return ward_root_check_ro(op->dst, (op->mode & MOUNT_ATTR_RDONLY) != 0, out);
 }
 
 // apply runs one operation of the plan.
@@ -325,8 +351,7 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	switch (op->kind) {
 	case WARD_OP_BIND:
 		if (op->src_fd > 0) return bind_fd(op->src_fd, op->dst, op->flags, out);
-		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "stat bind source", op->src, e);
-		return bind(src, op->dst, op->flags, out);
+		return bind_host(op->src, op->dst, op->flags, out);
 	case WARD_OP_TMPFS:
 		flags = MS_NOSUID | MS_NODEV;
 		if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
@@ -358,6 +383,10 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 		return sysfs(op, out);
 	case WARD_OP_MQUEUE:
 		return mount_new("mqueue", op->dst, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
+	case WARD_OP_PROPAGATE:
+		return mount("", op->dst, "", op->mode, "") < 0 ? FAIL("set propagation", op->dst) : 0;
+	case WARD_OP_SETATTR:
+		return setattr(op, out);
 	}
 	return ward_root_fail(out, "plan", op->dst, EINVAL);
 }
@@ -389,6 +418,51 @@ static int enter_new_root(const struct ward_root *r, struct ward_root_out *out) 
 	// The cwd still points into the host's tree: leave it.
 	if (chdir("/") < 0) return FAIL("chdir", "/");
 	return 0;
+}
+
+// enter-rootfs (an OCI container's root) attaches the rootfs, the detached
+// clone the parent made of it (idmapped where it had to be), at
+// WARD_ROOTFS_DIR in the root tmpfs and chroots into it: the plan's paths,
+// and the rootfs's own absolute symlinks, resolve within it. The root
+// tmpfs, the host's root beneath it, stays open as out->stage_fd for
+// bind_host until pivot-into-rootfs. Nothing is made in the rootfs here.
+static int enter_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	if (mkdir(WARD_ROOTFS_DIR, 0755) < 0) return FAIL("mkdir", WARD_ROOTFS_DIR);
+	if (syscall(SYS_move_mount, r->rootfs_fd, "", AT_FDCWD, WARD_ROOTFS_DIR, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return FAIL("move_mount the rootfs", WARD_ROOTFS_DIR);
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return FAIL("open", "/");
+	out->stage_fd = fd;
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	if (chroot(".") < 0) return FAIL("chroot", WARD_ROOTFS_DIR);
+	return 0;
+}
+
+// pivot-into-rootfs makes the rootfs the root, as runc does: back in the
+// root tmpfs, pivot_root(".", ".") from the rootfs puts the root tmpfs on
+// top of it, and a lazy unmount of that detaches the root tmpfs with the
+// host's root beneath it, all at once. Then / gets the plan's propagation.
+static int pivot_into_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	int e = fchdir(out->stage_fd) < 0 || chroot(".") < 0 ? errno : 0;
+	close(out->stage_fd);
+	out->stage_fd = -1;
+	if (e) return ward_root_fail(out, "chroot back", "/", e);
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	if (syscall(SYS_pivot_root, ".", ".") < 0) return FAIL("pivot_root", WARD_ROOTFS_DIR);
+	if (umount2(".", MNT_DETACH) < 0) return FAIL("umount the old root", "/");
+	if (chdir("/") < 0) return FAIL("chdir", "/");
+	static const unsigned long props[] = {0, MS_PRIVATE, MS_SLAVE, MS_SHARED, MS_UNBINDABLE};
+	unsigned long prop = props[(r->flags & WARD_ROOT_PROP_MASK) >> 6];
+	if (prop && (r->flags & WARD_ROOT_PROP_REC)) prop |= MS_REC;
+	if (prop && mount("", "/", "", prop, "") < 0) return FAIL("set the rootfs's propagation", "/");
+	return 0;
+}
+
+// seal-rootfs makes an OCI container's / read-only (root.readonly); the
+// mounts on it keep their own.
+static int seal_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	return seal("/", out);
 }
 
 // build-root runs the plan's operations in order inside the new root.
@@ -491,8 +565,17 @@ static int give_root_to_user(const struct ward_root *r, struct ward_root_out *ou
 static int is_overlay(const struct ward_root *r) {
 	return (r->flags & WARD_ROOT_OVERLAY) != 0;
 }
-static int not_overlay(const struct ward_root *r) {
-	return !is_overlay(r);
+static int is_rootfs(const struct ward_root *r) {
+	return r->rootfs_fd > 0;
+}
+static int tmpfs_root(const struct ward_root *r) {
+	return !is_rootfs(r);
+}
+static int seal_tmpfs(const struct ward_root *r) {
+	return !is_overlay(r) && !is_rootfs(r);
+}
+static int rootfs_ro(const struct ward_root *r) {
+	return is_rootfs(r) && (r->flags & WARD_ROOT_ROOTFS_RO);
 }
 static int have_mounts(const struct ward_root *r) {
 	return r->nmounts > 0;
@@ -507,15 +590,19 @@ static int have_landlock(const struct ward_root *r) {
 const struct ward_root_step ward_root_steps[] = {
 	{"make-mounts-private", NULL, make_mounts_private},
 	{"enter-new-root", NULL, enter_new_root},
+	// An OCI container's root is its rootfs, built in place.
+	{"enter-rootfs", is_rootfs, enter_rootfs},
 	{"build-root", NULL, build_root},
 	{"hide-overlay-layers", is_overlay, hide_overlay_layers},
 	// An unprivileged caller passes its sources themselves: they are
 	// cloned here, while the host's root is still reachable.
 	{"clone-user-paths", ward_root_any_clone, ward_root_clone_user_paths},
-	{"detach-host-root", NULL, detach_host_root},
+	{"detach-host-root", tmpfs_root, detach_host_root},
+	{"pivot-into-rootfs", is_rootfs, pivot_into_rootfs},
 	{"mount-user-paths", have_mounts, ward_root_mount_user_paths},
 	{"mask-denied", have_deny, ward_root_mask_denied},
-	{"seal-root", not_overlay, seal_root},
+	{"seal-root", seal_tmpfs, seal_root},
+	{"seal-rootfs", rootfs_ro, seal_rootfs},
 	{"give-root-to-user", is_overlay, give_root_to_user},
 	// The second layer, built from the policy once every mount is in
 	// place; the program's process enforces it (spawn_linux.c).

@@ -69,6 +69,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 			t.Close()
 		}
 	}()
+	if launch.RootfsNote != "" && e.logger != nil {
+		e.logger.Debugf("%s", launch.RootfsNote)
+	}
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	pid, err := nsexec.Create(launch.Spec, fifo, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, launch.Opt)
 	if err != nil {
