@@ -45,14 +45,8 @@ func (s *Store) MakeExecFifo(id string, uid, gid int) (string, error) {
 // so that the status is running from then on.
 func (s *Store) ReleaseExecFifo(st *State) error {
 	path := filepath.Join(s.Dir(st.ID), ExecFifo)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return errors.New("cannot start an already running container")
-	}
-	if err != nil {
-		return fmt.Errorf("exec fifo %s: %w", path, err)
-	}
-	defer unix.Close(fd)
+	// The init is checked before the fifo is opened: the open releases
+	// it, and a short program may have ended (a zombie) by the next line.
 	pidfd, err := unix.PidfdOpen(st.InitPid, 0)
 	if err != nil || !s.initAlive(st) {
 		if err == nil {
@@ -61,6 +55,14 @@ func (s *Store) ReleaseExecFifo(st *State) error {
 		return fmt.Errorf("%s: the init is gone before start: %w", st.ID, ErrNotRunning)
 	}
 	defer unix.Close(pidfd)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("cannot start an already running container")
+	}
+	if err != nil {
+		return fmt.Errorf("exec fifo %s: %w", path, err)
+	}
+	defer unix.Close(fd)
 	// Linux reports no hang-up on a fifo whose reader came before any
 	// writer: poll wakes on the init's byte, its close, or its death.
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}}

@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The container's root as ward-oci builds it: the bundle's rootfs itself
+// (docs/oci.md, "The lifecycle"), writable by the container's root through
+// an idmapped mount, and what config.json adds to it.
+
+// edit changes the config.json that config wrote.
+func (e *ociEnv) edit(change func(c map[string]any)) {
+	e.t.Helper()
+	path := filepath.Join(e.bundle, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		e.t.Fatal(err)
+	}
+	change(c)
+	if b, err = json.Marshal(c); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// links adds busybox applets to the rootfs.
+func (e *ociEnv) links(names ...string) {
+	e.t.Helper()
+	for _, n := range names {
+		if err := os.Symlink("busybox", filepath.Join(e.bundle, "rootfs", "bin", n)); err != nil && !os.IsExist(err) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// runOut runs container id in the foreground (ward-oci run) and returns
+// its exit status and output.
+func (e *ociEnv) runOut(id string) (int, string) {
+	e.t.Helper()
+	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer out.Close()
+	r := e.run(out, "run", "--bundle", e.bundle, id)
+	b, _ := os.ReadFile(out.Name())
+	return r.code, string(b) + r.stderr
+}
+
+// TestOCIRootfsIsWritable: with root.readonly false the container's root
+// creates files at / and in the rootfs's directories; through the
+// idmapped rootfs they are the container root's inside (uid 0) and, on
+// disk, the rootfs's owner's (host root), as the files around them. /
+// has linux.rootfsPropagation.
+func TestOCIRootfsIsWritable(t *testing.T) {
+	e := newOCIEnv(t)
+	e.links("touch", "stat", "mkdir")
+	e.config("r1", "sh", "-c", "touch /made && mkdir /etc/dir && touch /bin/made && stat -c '%u:%g' /made /etc/dir && "+
+		"grep -E '^[0-9]+ [0-9]+ [^ ]+ [^ ]+ / ' /proc/self/mountinfo")
+	e.edit(func(c map[string]any) {
+		c["root"].(map[string]any)["readonly"] = false
+		c["linux"].(map[string]any)["rootfsPropagation"] = "shared"
+	})
+	code, out := e.runOut("r1")
+	if code != 0 || !strings.HasPrefix(out, "0:0\n0:0\n") {
+		t.Fatalf("exit %d, output %q; want 0 and the new files the container root's (0:0)", code, out)
+	}
+	if !strings.Contains(out, " shared:") {
+		t.Errorf("/ is not shared (rootfsPropagation): %q", out)
+	}
+	rootfs := filepath.Join(e.bundle, "rootfs")
+	for _, p := range []string{"made", "etc/dir", "bin/made"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(rootfs, p), &st); err != nil {
+			t.Errorf("%s is not in the bundle's rootfs: %v", p, err)
+		} else if st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("%s on disk is %d:%d, want the rootfs's owner's, 0:0", p, st.Uid, st.Gid)
+		}
+	}
+}
+
+// TestOCIRootfsReadonly: with root.readonly the container's root cannot
+// write at / or in the rootfs's directories; its own mounts (/dev, a
+// tmpfs) stay writable.
+func TestOCIRootfsReadonly(t *testing.T) {
+	e := newOCIEnv(t)
+	e.links("touch")
+	e.config("r2", "sh", "-c", "touch /made; touch /etc/made; touch /dev/made && echo dev ok")
+	e.edit(func(c map[string]any) { c["root"].(map[string]any)["readonly"] = true })
+	code, out := e.runOut("r2")
+	if code != 0 || strings.Count(out, "Read-only file system") != 2 || !strings.Contains(out, "dev ok") {
+		t.Errorf("exit %d, output %q; want two writes refused (read-only) and /dev writable", code, out)
+	}
+	for _, p := range []string{"made", "etc/made"} {
+		if _, err := os.Lstat(filepath.Join(e.bundle, "rootfs", p)); !os.IsNotExist(err) {
+			t.Errorf("%s was made in the read-only rootfs: %v", p, err)
+		}
+	}
+}
+
+// TestOCIDevices: a device of linux.devices is there, at its path, the
+// host's node of its type and numbers (c 1:3, the null device), usable
+// through the device cgroup; one no host node has is refused by create,
+// naming it.
+func TestOCIDevices(t *testing.T) {
+	e := newOCIEnv(t)
+	e.links("stat")
+	e.config("d1", "sh", "-c", "stat -c '%F %t:%T' /dev/extra/null1 && echo hi >/dev/extra/null1 && echo wrote")
+	e.edit(func(c map[string]any) {
+		c["linux"].(map[string]any)["devices"] = []any{map[string]any{"path": "/dev/extra/null1", "type": "c", "major": 1, "minor": 3}}
+	})
+	if code, out := e.runOut("d1"); code != 0 || out != "character special file 1:3\nwrote\n" {
+		t.Errorf("exit %d, output %q; want the null device at /dev/extra/null1, writable", code, out)
+	}
+	e.edit(func(c map[string]any) {
+		c["linux"].(map[string]any)["devices"] = []any{map[string]any{"path": "/dev/none", "type": "c", "major": 4095, "minor": 1048575}}
+	})
+	if r := e.run(nil, "create", "--bundle", e.bundle, "d2"); r.code == 0 || !strings.Contains(r.stderr, "linux.devices[0]") ||
+		!strings.Contains(r.stderr, "/dev/none") {
+		t.Errorf("create with a device no host node has: %+v, want an error naming linux.devices[0] /dev/none", r)
+	}
+}
