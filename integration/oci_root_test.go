@@ -131,3 +131,27 @@ func TestOCIDevices(t *testing.T) {
 		t.Errorf("create with a device no host node has: %+v, want an error naming linux.devices[0] /dev/none", r)
 	}
 }
+
+// TestOCICgroupMount: config.json's cgroup mount (runc spec's, read-only)
+// shows the container's own cgroup: its cgroup.procs (v2's, or v1's
+// pids hierarchy's) lists the container's process, PID 1 in its PID
+// namespace; it is read-only.
+func TestOCICgroupMount(t *testing.T) {
+	e := newOCIEnv(t)
+	e.links("touch")
+	e.config("g1", "sh", "-c", "cat /sys/fs/cgroup/cgroup.procs 2>/dev/null || cat /sys/fs/cgroup/pids/cgroup.procs; "+
+		"touch /sys/fs/cgroup/x 2>/dev/null || echo read-only")
+	e.edit(func(c map[string]any) {
+		c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+			"options": []any{"nosuid", "noexec", "nodev", "relatime", "ro"}})
+	})
+	code, out := e.runOut("g1")
+	lines := strings.Fields(out)
+	init := false
+	for _, l := range lines {
+		init = init || l == "1"
+	}
+	if code != 0 || !init || lines[len(lines)-1] != "read-only" {
+		t.Errorf("exit %d, output %q; want the container's cgroup.procs (with 1) and read-only", code, out)
+	}
+}

@@ -116,8 +116,61 @@ func mountOp(m Mount, field string) (fs.Op, error) {
 		return fs.Op{Kind: fs.KindSysfs, Dst: m.Destination, RW: !ro}, nil
 	case "mqueue":
 		return fs.Op{Kind: fs.KindMqueue, Dst: m.Destination}, nil
+	case "cgroup", "cgroup2":
+		// The container's own cgroup, once create knows its path
+		// (Launch.CgroupMounts).
+		return fs.Op{Kind: kindCgroup, Dst: m.Destination, RW: !ro, NoExec: m.Flags&unix.MS_NOEXEC != 0}, nil
 	}
 	return fs.Op{}, unsupported(field+".type", fmt.Sprintf("a %s mount is not set up yet", m.Type))
+}
+
+// kindCgroup is a cgroup mount in a Plan until Launch.CgroupMounts makes
+// it binds of the container's cgroup (the init knows no such operation).
+const kindCgroup fs.Kind = "oci-cgroup"
+
+// CgroupMounts makes each cgroup mount of the plan the container's own
+// cgroup cg (below s's cgroup file system), as runc has it for a
+// container that may not mount a cgroup file system itself (the init is
+// not in the container's cgroup namespace yet when it builds the root):
+// on cgroup v2 a bind of its directory in the v2 tree; on v1 a tmpfs
+// holding a bind of its directory in each hierarchy (the hierarchies'
+// symlinks, cpu to cpu,cpuacct, made again). Read-only unless the mount
+// says rw.
+func (l *Launch) CgroupMounts(s *Store, cg string) error {
+	var ops []fs.Op
+	for _, op := range l.Spec.Plan.Ops {
+		if op.Kind != kindCgroup {
+			ops = append(ops, op)
+			continue
+		}
+		if s.unified() {
+			ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(s.cgroupRoot, cg), Dst: op.Dst, RW: op.RW, NoExec: op.NoExec})
+			continue
+		}
+		ops = append(ops, fs.Op{Kind: fs.KindTmpfs, Dst: op.Dst, RW: true, Data: "mode=0755,size=64k,nr_inodes=64"})
+		ents, err := os.ReadDir(s.cgroupRoot)
+		if err != nil {
+			return fmt.Errorf("cgroup mount %s: %w", op.Dst, err)
+		}
+		for _, e := range ents {
+			src, dst := filepath.Join(s.cgroupRoot, e.Name()), filepath.Join(op.Dst, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				link, err := os.Readlink(src)
+				if err != nil {
+					return fmt.Errorf("cgroup mount %s: %w", op.Dst, err)
+				}
+				ops = append(ops, fs.Op{Kind: fs.KindSymlink, Dst: dst, Link: link})
+			case e.IsDir() && e.Name() != "unified":
+				ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(src, cg), Dst: dst, RW: op.RW, NoExec: op.NoExec})
+			}
+		}
+		if !op.RW {
+			ops = append(ops, fs.Op{Kind: fs.KindSeal, Dst: op.Dst})
+		}
+	}
+	l.Spec.Plan.Ops = ops
+	return nil
 }
 
 // hostDev is where deviceOp looks for host nodes (a test's own directory).

@@ -1,6 +1,8 @@
 package oci
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardbox/ward/fs"
+	"github.com/wardbox/ward/nsexec"
 )
 
 // TestPlanRootIsTheRootfs: the plan's root is the rootfs itself, with
@@ -104,6 +107,46 @@ func TestPlanDevices(t *testing.T) {
 		if op.Kind != fs.KindBind || op.Dst != c.d.Path || !op.RW || !op.Dev || unix.Stat(op.Src, &got) != nil ||
 			got.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(got.Rdev) != 1 || unix.Minor(got.Rdev) != 3 || (c.src != "" && op.Src != c.src) {
 			t.Errorf("%s: %+v, want a bind with device access of the host's 1:3", c.name, op)
+		}
+	}
+}
+
+// TestPlanCgroupMounts: a cgroup mount is the container's own cgroup: on
+// v2 a bind of its directory; on v1 a tmpfs with a bind of its directory
+// in each hierarchy (not the hybrid layout's unified tree), the
+// hierarchies' symlinks made again, sealed unless rw.
+func TestPlanCgroupMounts(t *testing.T) {
+	v1, v2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{"cpu,cpuacct", "memory", "unified"} {
+		if err := os.Mkdir(filepath.Join(v1, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(v1, "cpu")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v2, "cgroup.controllers"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Flags: unix.MS_RDONLY | unix.MS_NOEXEC}
+	for _, c := range []struct {
+		root string
+		want []fs.Op
+	}{
+		{v2, []fs.Op{{Kind: fs.KindBind, Src: v2 + "/c/d", Dst: "/sys/fs/cgroup", NoExec: true}}},
+		{v1, []fs.Op{{Kind: fs.KindTmpfs, Dst: "/sys/fs/cgroup", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"},
+			{Kind: fs.KindSymlink, Dst: "/sys/fs/cgroup/cpu", Link: "cpu,cpuacct"},
+			{Kind: fs.KindBind, Src: v1 + "/cpu,cpuacct/c/d", Dst: "/sys/fs/cgroup/cpu,cpuacct", NoExec: true},
+			{Kind: fs.KindBind, Src: v1 + "/memory/c/d", Dst: "/sys/fs/cgroup/memory", NoExec: true},
+			{Kind: fs.KindSeal, Dst: "/sys/fs/cgroup"}}},
+	} {
+		p, err := Plan(&Container{Root: t.TempDir(), Mounts: []Mount{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Launch{Spec: &nsexec.Spec{Plan: p}}
+		if err := l.CgroupMounts(&Store{cgroupRoot: c.root}, "/c/d"); err != nil || !reflect.DeepEqual(p.Ops, c.want) {
+			t.Errorf("%s: %+v, %v\nwant %+v", c.root, p.Ops, err, c.want)
 		}
 	}
 }

@@ -60,6 +60,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	for _, p := range procs {
 		files.Add(p)
 	}
+	if err := launch.CgroupMounts(e.store, cg); err != nil {
+		return nil, err
+	}
 	trees, err := launch.AttachSources(&files)
 	if err != nil {
 		return nil, err
