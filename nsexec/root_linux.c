@@ -178,6 +178,17 @@ static int bind_fd(int fd, const char *dst, unsigned flags, struct ward_root_out
 	int e = make_target(dst, S_ISDIR(st.st_mode), out);
 	if (e) return e;
 	if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) return FAIL("move_mount", dst);
+	// The clone's mounts were made by the parent, before any of the
+	// init's, and /proc/self/mountinfo lists mounts in the order they were
+	// made: replaced by a copy made now, a bind is listed in the plan's
+	// order, as config.json's mounts must be (the copy can be made only
+	// once the clone is in this mount namespace).
+	int copy = (int)syscall(SYS_open_tree, AT_FDCWD, dst, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (copy < 0) return FAIL("clone the bind", dst);
+	int e2 = umount2(dst, MNT_DETACH) < 0 ? errno : 0;
+	if (!e2 && syscall(SYS_move_mount, copy, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) e2 = errno;
+	close(copy);
+	if (e2) return ward_root_fail(out, "move_mount the bind's copy", dst, e2);
 	return bind_attrs(dst, flags, out);
 }
 

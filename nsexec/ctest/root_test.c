@@ -100,6 +100,14 @@ static void op_attrs(struct plan *p, uint8_t kind, const char *dst, uint32_t mod
 	for (int i = 0; i < 5; i++) str(p, i == 1 ? dst : "");
 }
 
+// op_fd is a bind of the parent's clone fd at dst, read-only.
+static void op_fd(struct plan *p, const char *src, const char *dst, int32_t fd) {
+	op(p, WARD_OP_BIND, 0, src, dst, "", "", "");
+	// src_fd is the op's third u32, after kind, flags, padding and mode.
+	size_t at = p->n - (20 + 4 + strlen(src) + 1 + 4 + strlen(dst) + 1 + 3 * 5) + 8;
+	memcpy(p->b + at, &fd, 4);
+}
+
 // set_rootfs puts an OCI rootfs's fd in the header.
 static void set_rootfs(struct plan *p, int32_t fd) {
 	memcpy(p->b + 28, &fd, 4);
@@ -485,10 +493,14 @@ static int run_rootfs_steps(const char *dir, int ro) {
 	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
 	EXPECT(fd > 2, "open_tree %s: %s", dir, strerror(errno));
 	if (fd <= 2) return failures;
-	uint32_t counts[6] = {8, 0, 0, 0, 0, 0};
+	int usr = (int)syscall(SYS_open_tree, AT_FDCWD, "/usr", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+	EXPECT(usr > 2, "open_tree /usr: %s", strerror(errno));
+	if (usr <= 2) return failures;
+	uint32_t counts[6] = {9, 0, 0, 0, 0, 0};
 	header(&p, (ro ? WARD_ROOT_ROOTFS_RO : 0) | WARD_ROOT_PROP_SHARED, counts);
 	set_rootfs(&p, fd);
 	op(&p, WARD_OP_TMPFS, WARD_OP_RW, "", "/dev", "", "mode=0755,size=64k", "");
+	op_fd(&p, "/usr", "/usr", usr);
 	op(&p, WARD_OP_BIND, WARD_OP_RW | WARD_OP_DEV, "/dev/null", "/dev/null", "", "", "");
 	op(&p, WARD_OP_PROC, 0, "", "/proc", "", "", "");
 	op(&p, WARD_OP_MASK, 0, "", "/proc/kcore", "", "", "");
@@ -518,6 +530,17 @@ static int run_rootfs_steps(const char *dir, int ro) {
 	EXPECT(mountinfo_of("/", info, sizeof(info)) == 0 && strstr(info, "shared:"), "/ is not shared: %s", info);
 	EXPECT(mountinfo_of("/inside/run", info, sizeof(info)) == 0 && strstr(info, "unbindable"), "/inside/run: %s", info);
 	EXPECT(read_ro("/") == ro, "/ read-only %d, want %d", read_ro("/"), ro);
+	// The parent's clone of /usr, bound after /dev, is listed after it.
+	EXPECT(access("/usr/bin", F_OK) == 0 && read_ro("/usr"), "/usr not the host's, read-only");
+	char line[1024];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int seen_dev = 0, usr_after_dev = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		seen_dev |= strstr(line, " /dev rw") != NULL;
+		if (strstr(line, " /usr ro")) usr_after_dev = seen_dev;
+	}
+	if (f) fclose(f);
+	EXPECT(usr_after_dev, "/usr (a clone bound after /dev) listed before /dev in mountinfo");
 	int made = mkdir("/made", 0755);
 	EXPECT(ro ? made < 0 && errno == EROFS : made == 0, "mkdir /made: %d (%s)", made, strerror(errno));
 	return failures;
