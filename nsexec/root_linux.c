@@ -323,11 +323,12 @@ static int overlay(const struct ward_root_op *op, struct ward_root_out *out) {
 	return 0;
 }
 
-// mount_new mounts a new file system of type at dst (made with mode).
-static int mount_new(const char *type, const char *dst, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
-	int e = mkdir_all(dst, mode);
-	if (e) return ward_root_fail(out, "mkdir", dst, e);
-	if (mount(type, dst, type, flags, data) < 0) return FAIL(what, dst);
+// mount_new mounts a new file system of type at op->dst (made with mode),
+// its source op->src (an OCI mount's, "shm") or else its type.
+static int mount_new(const char *type, const struct ward_root_op *op, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
+	int e = mkdir_all(op->dst, mode);
+	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
+	if (mount(op->src[0] ? op->src : type, op->dst, type, flags, data) < 0) return FAIL(what, op->dst);
 	return 0;
 }
 
@@ -339,7 +340,7 @@ static int sysfs(const struct ward_root_op *op, struct ward_root_out *out) {
 	if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
 	int e = mkdir_all(op->dst, 0555);
 	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
-	if (mount("sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
+	if (mount(op->src[0] ? op->src : "sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
 	if (errno != EPERM) return FAIL("mount sysfs", op->dst);
 	return bind_host("/sys", op->dst, 0, out);
 }
@@ -367,11 +368,11 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 		flags = MS_NOSUID | MS_NODEV;
 		if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
 		if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
-		return mount_new("tmpfs", op->dst, 0755, flags, op->data, "mount tmpfs", out);
+		return mount_new("tmpfs", op, 0755, flags, op->data, "mount tmpfs", out);
 	case WARD_OP_PROC:
-		return mount_new("proc", op->dst, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
+		return mount_new("proc", op, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
 	case WARD_OP_DEVPTS:
-		return mount_new("devpts", op->dst, 0755, MS_NOSUID | MS_NOEXEC, op->data, "mount devpts", out);
+		return mount_new("devpts", op, 0755, MS_NOSUID | MS_NOEXEC, op->data, "mount devpts", out);
 	case WARD_OP_SYMLINK:
 		if ((e = mkdir_parent(op->dst, out))) return e;
 		return symlink(op->link, op->dst) < 0 ? FAIL("symlink", op->dst) : 0;
@@ -393,7 +394,7 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	case WARD_OP_SYSFS:
 		return sysfs(op, out);
 	case WARD_OP_MQUEUE:
-		return mount_new("mqueue", op->dst, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
+		return mount_new("mqueue", op, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
 	case WARD_OP_PROPAGATE:
 		return mount("", op->dst, "", op->mode, "") < 0 ? FAIL("set propagation", op->dst) : 0;
 	case WARD_OP_SETATTR:

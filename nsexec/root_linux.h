@@ -45,6 +45,8 @@
 // An operation's kind (fs.Kind in Go).
 enum {
 	WARD_OP_BIND = 1, // bind host src at dst (recursively), read-only unless RW
+	// A new file system's source (mount(2)'s, in /proc/self/mountinfo) is
+	// src, or its type when src is "".
 	WARD_OP_TMPFS,    // a tmpfs at dst with mount data
 	WARD_OP_PROC,     // a new procfs at dst
 	WARD_OP_DEVPTS,   // a new devpts instance at dst, with data

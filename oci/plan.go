@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -105,17 +106,23 @@ func mountOp(m Mount, field string) (fs.Op, error) {
 		return fs.Op{Kind: fs.KindBind, Src: m.Source, Dst: m.Destination, RW: !ro,
 			Dev: m.Flags&unix.MS_NODEV == 0, NoExec: m.Flags&unix.MS_NOEXEC != 0}, nil
 	}
+	// A new file system's source is config.json's ("shm" for a tmpfs), as
+	// /proc/self/mountinfo then shows it.
+	src := m.Source
+	if strings.ContainsRune(src, 0) || len(src) >= 4096 {
+		return fs.Op{}, invalid(field+".source", "%.40q: not a source", src)
+	}
 	switch m.Type {
 	case "proc":
-		return fs.Op{Kind: fs.KindProc, Dst: m.Destination}, nil
+		return fs.Op{Kind: fs.KindProc, Src: src, Dst: m.Destination}, nil
 	case "tmpfs":
-		return fs.Op{Kind: fs.KindTmpfs, Dst: m.Destination, Data: m.Data, RW: !ro, Exec: m.Flags&unix.MS_NOEXEC == 0}, nil
+		return fs.Op{Kind: fs.KindTmpfs, Src: src, Dst: m.Destination, Data: m.Data, RW: !ro, Exec: m.Flags&unix.MS_NOEXEC == 0}, nil
 	case "devpts":
-		return fs.Op{Kind: fs.KindDevpts, Dst: m.Destination, Data: m.Data}, nil
+		return fs.Op{Kind: fs.KindDevpts, Src: src, Dst: m.Destination, Data: m.Data}, nil
 	case "sysfs":
-		return fs.Op{Kind: fs.KindSysfs, Dst: m.Destination, RW: !ro}, nil
+		return fs.Op{Kind: fs.KindSysfs, Src: src, Dst: m.Destination, RW: !ro}, nil
 	case "mqueue":
-		return fs.Op{Kind: fs.KindMqueue, Dst: m.Destination}, nil
+		return fs.Op{Kind: fs.KindMqueue, Src: src, Dst: m.Destination}, nil
 	case "cgroup", "cgroup2":
 		// The container's own cgroup, once create knows its path
 		// (Launch.CgroupMounts).

@@ -46,8 +46,8 @@ func TestPlanMountOptions(t *testing.T) {
 		want  []fs.Op
 		error string
 	}{
-		{"plain", Mount{Destination: "/run", Type: "tmpfs", Data: "mode=755"},
-			[]fs.Op{{Kind: fs.KindTmpfs, Dst: "/run", Data: "mode=755", RW: true, Exec: true}}, ""},
+		{"plain, its source kept", Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Data: "mode=755"},
+			[]fs.Op{{Kind: fs.KindTmpfs, Src: "shm", Dst: "/dev/shm", Data: "mode=755", RW: true, Exec: true}}, ""},
 		{"rro, rnosuid, rexec", Mount{Destination: "/data", Bind: true, Source: "/srv",
 			AttrSet: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, AttrClr: unix.MOUNT_ATTR_NOEXEC},
 			[]fs.Op{{Kind: fs.KindBind, Src: "/srv", Dst: "/data", RW: true, Dev: true},
