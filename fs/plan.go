@@ -57,6 +57,9 @@ type Op struct {
 	Exec bool `json:"x,omitempty"`
 	// NoExec adds noexec to a bind (data the user allowed, not programs).
 	NoExec bool `json:"nx,omitempty"`
+	// CopyUp (an OCI tmpfs's tmpcopyup): the tmpfs starts with a copy of
+	// what was at Dst.
+	CopyUp bool `json:"cu,omitempty"`
 	// SrcFD (overlay): a detached, idmapped clone of Src that the parent
 	// made and passed; it becomes the lower layer. UID/GID own the upper
 	// layer's root, so the sandbox user may write.

@@ -167,3 +167,25 @@ func TestOCICgroupMount(t *testing.T) {
 		t.Errorf("exit %d, output %q; want the container's cgroup.procs (with 1) and read-only", code, out)
 	}
 }
+
+// TestOCITmpCopyUp: a tmpfs with tmpcopyup starts with what the rootfs
+// has at its destination; what the container writes there stays in the
+// tmpfs, the rootfs unchanged.
+func TestOCITmpCopyUp(t *testing.T) {
+	e := newOCIEnv(t)
+	marker := filepath.Join(e.bundle, "rootfs", "etc", "marker")
+	if err := os.WriteFile(marker, []byte("from the image\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	e.config("u1", "sh", "-c", "cat /etc/marker && echo changed >/etc/marker && cat /etc/marker && grep -c ' /etc ' /proc/self/mountinfo")
+	e.edit(func(c map[string]any) {
+		c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/etc", "type": "tmpfs", "source": "tmpfs",
+			"options": []any{"tmpcopyup", "mode=755"}})
+	})
+	if code, out := e.runOut("u1"); code != 0 || out != "from the image\nchanged\n1\n" {
+		t.Errorf("exit %d, output %q; want the image's file, then the change, in a tmpfs at /etc", code, out)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "from the image\n" {
+		t.Errorf("the rootfs's file is now %q (%v), want it unchanged", b, err)
+	}
+}

@@ -323,6 +323,75 @@ static int overlay(const struct ward_root_op *op, struct ward_root_out *out) {
 	return 0;
 }
 
+// copy_tree copies what is in the directory from into the directory to
+// (both fds, which it closes): directories, files and symlinks, with their
+// permission bits and owners; anything else (a device, a socket) is left
+// out, and so is what is deeper than depth levels. For tmpcopyup: the
+// rootfs's directory at a tmpfs's destination, copied into the tmpfs.
+// data is a buffer of WARD_ROOT_MAX_PATH bytes the levels share (the
+// stack holds 1 KiB per level).
+static int copy_tree(int from, int to, const char *dst, int depth, char *data, struct ward_root_out *out) {
+	char buf[1024];
+	int e = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, from, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) continue;
+		if (n < 0) e = ward_root_fail(out, "read the directory", dst, errno);
+		if (n <= 0) break;
+		for (long off = 0; !e && off < n;) {
+			// struct linux_dirent64: ino, off, reclen (u16 at 16), type, name (at 19).
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, 2);
+			const char *name = buf + off + 19;
+			off += reclen;
+			struct stat st;
+			if (!strcmp(name, ".") || !strcmp(name, "..") || fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+			if (S_ISDIR(st.st_mode) && depth > 0) {
+				if (mkdirat(to, name, st.st_mode & 07777) < 0) {
+					e = ward_root_failf(out, dst, errno, "tmpcopyup: mkdir %s in", name);
+					break;
+				}
+				int f = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				int t = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (f >= 0 && t >= 0) e = copy_tree(f, t, dst, depth - 1, data, out);
+				else {
+					e = ward_root_failf(out, dst, errno, "tmpcopyup: open %s in", name);
+					if (f >= 0) close(f);
+					if (t >= 0) close(t);
+				}
+			} else if (S_ISLNK(st.st_mode)) {
+				ssize_t l = readlinkat(from, name, data, WARD_ROOT_MAX_PATH - 1);
+				if (l < 0) continue;
+				data[l] = 0;
+				if (symlinkat(data, to, name) < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: symlink %s in", name);
+			} else if (S_ISREG(st.st_mode)) {
+				int f = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+				int t = f < 0 ? -1 : openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
+				for (ssize_t r = 1; f >= 0 && t >= 0 && r > 0 && !e;) {
+					r = read(f, data, WARD_ROOT_MAX_PATH);
+					if (r < 0 && errno == EINTR) r = 1;
+					else if (r < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: read %s in", name);
+					else if (r > 0 && (e = write_all(t, data, (size_t)r))) ward_root_failf(out, dst, e, "tmpcopyup: write %s in", name);
+				}
+				if (f >= 0 && t < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: create %s in", name);
+				if (f >= 0) close(f);
+				if (t >= 0) close(t);
+			} else continue;
+			// The owner as in the rootfs (mkdirat and openat applied the
+			// umask: the mode again too); an id the container has no
+			// mapping for stays the init's.
+			if (!e) {
+				(void)fchownat(to, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+				if (!S_ISLNK(st.st_mode)) (void)fchmodat(to, name, st.st_mode & 07777, 0);
+			}
+		}
+		if (e) break;
+	}
+	close(from);
+	close(to);
+	return e;
+}
+
 // mount_new mounts a new file system of type at op->dst (made with mode),
 // its source op->src (an OCI mount's, "shm") or else its type.
 static int mount_new(const char *type, const struct ward_root_op *op, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
@@ -330,6 +399,40 @@ static int mount_new(const char *type, const struct ward_root_op *op, mode_t mod
 	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
 	if (mount(op->src[0] ? op->src : type, op->dst, type, flags, data) < 0) return FAIL(what, op->dst);
 	return 0;
+}
+
+// tmpfs mounts op's tmpfs; with WARD_OP_COPYUP it starts with a copy of
+// what was at its destination, and the destination's mode and owner.
+static int tmpfs(const struct ward_root_op *op, struct ward_root_out *out) {
+	unsigned long flags = MS_NOSUID | MS_NODEV;
+	if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
+	int from = -1, e;
+	struct stat st;
+	if ((op->flags & WARD_OP_COPYUP) && (from = open(op->dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 && fstat(from, &st) < 0) {
+		e = FAIL("stat", op->dst);
+		close(from);
+		return e;
+	}
+	// Read-only at once, or with a copy once the copy is in.
+	if (!(op->flags & WARD_OP_RW) && from < 0) flags |= MS_RDONLY;
+	if ((e = mount_new("tmpfs", op, 0755, flags, op->data, "mount tmpfs", out))) {
+		if (from >= 0) close(from);
+		return e;
+	}
+	if (from >= 0) {
+		int to = open(op->dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (to < 0) {
+			e = FAIL("open", op->dst);
+			close(from);
+			return e;
+		}
+		(void)fchown(to, st.st_uid, st.st_gid);
+		(void)fchmod(to, st.st_mode & 07777);
+		char data[WARD_ROOT_MAX_PATH];
+		if ((e = copy_tree(from, to, op->dst, 32, data, out))) return e;
+	}
+	if ((op->flags & WARD_OP_RW) || from < 0) return 0;
+	return seal(op->dst, out);
 }
 
 // sysfs mounts a new sysfs at dst (an OCI container's): the kernel allows
@@ -357,7 +460,6 @@ static int setattr(const struct ward_root_op *op, struct ward_root_out *out) {
 // apply runs one operation of the plan.
 static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	char src[WARD_ROOT_MAX_PATH];
-	unsigned long flags;
 	struct stat st;
 	int e;
 	switch (op->kind) {
@@ -365,10 +467,7 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 		if (op->src_fd > 0) return bind_fd(op->src_fd, op->dst, op->flags, out);
 		return bind_host(op->src, op->dst, op->flags, out);
 	case WARD_OP_TMPFS:
-		flags = MS_NOSUID | MS_NODEV;
-		if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
-		if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
-		return mount_new("tmpfs", op, 0755, flags, op->data, "mount tmpfs", out);
+		return tmpfs(op, out);
 	case WARD_OP_PROC:
 		return mount_new("proc", op, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
 	case WARD_OP_DEVPTS:

@@ -73,7 +73,8 @@ enum {
 #define WARD_OP_DEV 2u    // a bind keeps device access (no nodev)
 #define WARD_OP_EXEC 4u   // a tmpfs allows exec
 #define WARD_OP_NOEXEC 8u // a bind gets noexec
-#define WARD_OP_FLAGS 15u
+#define WARD_OP_COPYUP 16u // a tmpfs starts with a copy of what was at dst (OCI's tmpcopyup)
+#define WARD_OP_FLAGS 31u
 
 // A user mount's flags (fs.UserMount).
 #define WARD_MOUNT_RW 1u     // stays writable
@@ -165,7 +166,8 @@ void ward_root_out_init(struct ward_root_out *out);
 // namespace, with its capabilities; they call no malloc (the init may be a
 // raw clone of a threaded process): lists that must grow use mmap. Stack:
 // up to about 48 KiB (path buffers), plus about 2.5 KiB per directory level
-// of the root tmpfs in give-root-to-user.
+// of the root tmpfs in give-root-to-user, and 1 KiB per directory level
+// (32 at most) of a tmpcopyup's copy.
 struct ward_root_step {
 	const char *name; // the step's name: setup_ms key and "ward: <step>: <cause>"
 	int (*when)(const struct ward_root *r);

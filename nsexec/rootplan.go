@@ -182,7 +182,8 @@ func rootOpOf(op fs.Op) (rootOp, error) {
 		return rootOp{}, fmt.Errorf("root plan: %s: unknown op kind %q", op.Dst, op.Kind)
 	}
 	o := rootOp{Kind: kind, Mode: op.Mode, Src: op.Src, Dst: op.Dst, Link: op.Link, Data: op.Data, Content: op.Content,
-		Flags: flag8(op.RW, C.WARD_OP_RW) | flag8(op.Dev, C.WARD_OP_DEV) | flag8(op.Exec, C.WARD_OP_EXEC) | flag8(op.NoExec, C.WARD_OP_NOEXEC)}
+		Flags: flag8(op.RW, C.WARD_OP_RW) | flag8(op.Dev, C.WARD_OP_DEV) | flag8(op.Exec, C.WARD_OP_EXEC) | flag8(op.NoExec, C.WARD_OP_NOEXEC) |
+			flag8(op.CopyUp, C.WARD_OP_COPYUP)}
 	var err error
 	if o.SrcFD, err = int32Of("op fd", op.SrcFD); err == nil {
 		if o.UID, err = int32Of("op uid", op.UID); err == nil {

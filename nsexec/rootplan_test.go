@@ -194,7 +194,7 @@ func TestUnpackRootRefusesMalformedPlans(t *testing.T) {
 	}{
 		{"magic", 0, 'W'}, {"version", 8, 2}, {"size", 12, 1}, {"unknown flag", 16, 1 << 7}, {"padding", 28, 1},
 		{"ops count", 40, 1 << 21}, {"mounts count", 44, 0}, {"ports count", 60, 4},
-		{"op kind", 64, 0}, {"op kind too big", 64, 14}, {"op flags", 65, 0x10}, {"op padding", 66, 1},
+		{"op kind", 64, 0}, {"op kind too big", 64, 16}, {"op flags", 65, 0x20}, {"op padding", 66, 1},
 	} {
 		b := append([]byte(nil), buf...)
 		b[tc.off] = byte(tc.val)

@@ -81,13 +81,11 @@ func (c *Container) mountsDev() bool {
 // mountOps are one of config.json's mounts as plan operations: the mount,
 // then its recursive attributes (rro, rnosuid, ...) and its propagation.
 func mountOps(m Mount, field string) ([]fs.Op, error) {
-	if m.TmpCopyUp {
-		return nil, unsupported(field+".options", "tmpcopyup is not set up yet")
-	}
 	op, err := mountOp(m, field)
 	if err != nil {
 		return nil, err
 	}
+	op.CopyUp = m.TmpCopyUp // a tmpfs's (specMounts checked)
 	ops := []fs.Op{op}
 	if m.AttrSet != 0 || m.AttrClr != 0 {
 		ops = append(ops, fs.Op{Kind: fs.KindSetattr, Dst: m.Destination, Mode: uint32(m.AttrSet), UID: int(uint32(m.AttrClr))})

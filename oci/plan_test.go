@@ -37,8 +37,8 @@ func TestPlanRootIsTheRootfs(t *testing.T) {
 }
 
 // TestPlanMountOptions: a mount is followed by its recursive attributes
-// (set and cleared) and its propagations, in order; tmpcopyup is refused
-// by field.
+// (set and cleared) and its propagations, in order; a tmpcopyup tmpfs
+// says so.
 func TestPlanMountOptions(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -55,7 +55,8 @@ func TestPlanMountOptions(t *testing.T) {
 		{"rslave, then shared", Mount{Destination: "/mnt", Type: "tmpfs", Propagation: []uintptr{unix.MS_SLAVE | unix.MS_REC, unix.MS_SHARED}},
 			[]fs.Op{{Kind: fs.KindTmpfs, Dst: "/mnt", RW: true, Exec: true},
 				{Kind: fs.KindPropagate, Dst: "/mnt", Mode: unix.MS_SLAVE | unix.MS_REC}, {Kind: fs.KindPropagate, Dst: "/mnt", Mode: unix.MS_SHARED}}, ""},
-		{"tmpcopyup", Mount{Destination: "/etc", Type: "tmpfs", TmpCopyUp: true}, nil, "mounts[0].options"},
+		{"tmpcopyup", Mount{Destination: "/etc", Type: "tmpfs", TmpCopyUp: true, Flags: unix.MS_RDONLY},
+			[]fs.Op{{Kind: fs.KindTmpfs, Dst: "/etc", Exec: true, CopyUp: true}}, ""},
 		{"an unknown type", Mount{Destination: "/x", Type: "ext4"}, nil, "mounts[0].type"},
 	} {
 		got, err := mountOps(c.m, "mounts[0]")

@@ -496,7 +496,7 @@ static int run_rootfs_steps(const char *dir, int ro) {
 	int usr = (int)syscall(SYS_open_tree, AT_FDCWD, "/usr", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
 	EXPECT(usr > 2, "open_tree /usr: %s", strerror(errno));
 	if (usr <= 2) return failures;
-	uint32_t counts[6] = {9, 0, 0, 0, 0, 0};
+	uint32_t counts[6] = {10, 0, 0, 0, 0, 0};
 	header(&p, (ro ? WARD_ROOT_ROOTFS_RO : 0) | WARD_ROOT_PROP_SHARED, counts);
 	set_rootfs(&p, fd);
 	op(&p, WARD_OP_TMPFS, WARD_OP_RW, "", "/dev", "", "mode=0755,size=64k", "");
@@ -508,6 +508,7 @@ static int run_rootfs_steps(const char *dir, int ro) {
 	op_attrs(&p, WARD_OP_SETATTR, "/abs/run", MOUNT_ATTR_NOEXEC, 0);
 	op_attrs(&p, WARD_OP_PROPAGATE, "/abs/run", MS_UNBINDABLE, 0);
 	op(&p, WARD_OP_SYMLINK, 0, "", "/dev/fd", "/proc/self/fd", "", "");
+	op(&p, WARD_OP_TMPFS, WARD_OP_COPYUP, "", "/etc", "", "size=64k", "");
 	finish(&p);
 	if (ward_unpack_root(p.b, p.n, &r)) return 1;
 	ward_root_out_init(&out);
@@ -528,6 +529,16 @@ static int run_rootfs_steps(const char *dir, int ro) {
 	struct statvfs sv;
 	EXPECT(statvfs("/inside/run", &sv) == 0 && (sv.f_flag & ST_NOEXEC), "/inside/run not noexec");
 	EXPECT(mountinfo_of("/", info, sizeof(info)) == 0 && strstr(info, "shared:"), "/ is not shared: %s", info);
+	// tmpcopyup: the rootfs's /etc copied into a tmpfs, sealed after.
+	char got[16] = "";
+	int hf = open("/etc/sub/hosts", O_RDONLY | O_CLOEXEC);
+	EXPECT(hf >= 0 && read(hf, got, sizeof(got)) == 2 && !strcmp(got, "x\n"), "/etc/sub/hosts: %s", got);
+	if (hf >= 0) close(hf);
+	EXPECT(stat("/etc/sub/hosts", &st) == 0 && (st.st_mode & 07777) == 0640, "/etc/sub/hosts mode %o", st.st_mode & 07777);
+	EXPECT(stat("/etc", &st) == 0 && (st.st_mode & 07777) == 0710, "/etc mode %o", st.st_mode & 07777);
+	char link[16] = "";
+	EXPECT(readlink("/etc/l", link, sizeof(link) - 1) == 9 && !strcmp(link, "sub/hosts"), "/etc/l -> %s", link);
+	EXPECT(statfs("/etc", &sf) == 0 && sf.f_type == 0x01021994 && read_ro("/etc"), "/etc not a read-only tmpfs");
 	EXPECT(mountinfo_of("/inside/run", info, sizeof(info)) == 0 && strstr(info, "unbindable"), "/inside/run: %s", info);
 	EXPECT(read_ro("/") == ro, "/ read-only %d, want %d", read_ro("/"), ro);
 	// The parent's clone of /usr, bound after /dev, is listed after it.
@@ -563,6 +574,18 @@ static void test_rootfs_steps(void) {
 		mkdir(path, 0755);
 		snprintf(path, sizeof(path), "%s/abs", dir);
 		EXPECT(symlink("/inside", path) == 0, "symlink: %s", strerror(errno));
+		snprintf(path, sizeof(path), "%s/etc", dir);
+		mkdir(path, 0710);
+		chmod(path, 0710);
+		snprintf(path, sizeof(path), "%s/etc/sub", dir);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/etc/sub/hosts", dir);
+		int hf = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0640);
+		EXPECT(hf >= 0 && write(hf, "x\n", 2) == 2, "write %s", path);
+		if (hf >= 0) close(hf);
+		chmod(path, 0640);
+		snprintf(path, sizeof(path), "%s/etc/l", dir);
+		EXPECT(symlink("sub/hosts", path) == 0, "symlink: %s", strerror(errno));
 		fflush(NULL);
 		pid_t pid = fork();
 		if (pid == 0) _exit(run_rootfs_steps(dir, ro));
