@@ -174,7 +174,7 @@ func TestOCICgroupMount(t *testing.T) {
 func TestOCITmpCopyUp(t *testing.T) {
 	e := newOCIEnv(t)
 	marker := filepath.Join(e.bundle, "rootfs", "etc", "marker")
-	if err := os.WriteFile(marker, []byte("from the image\n"), 0o640); err != nil {
+	if err := os.WriteFile(marker, []byte("from the image\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.config("u1", "sh", "-c", "cat /etc/marker && echo changed >/etc/marker && cat /etc/marker && grep -c ' /etc ' /proc/self/mountinfo")
