@@ -108,11 +108,9 @@ func ExitCode(err error) (int, bool) {
 
 // runContainer is create, start and, in the foreground, a wait for the program
 // (ward-oci is its parent), then delete unless --keep; it exits with the
-// program's status (128+N for a signal N, as runc).
+// program's status (128+N for a signal N, as runc). With --detach it
+// returns once the program is started.
 func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) error {
-	if f.detach {
-		return errors.New("run --detach: not supported yet: use create and start")
-	}
 	st, err := e.create(f, c, s)
 	if err != nil {
 		return err
@@ -120,6 +118,10 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 	if err := e.store.ReleaseExecFifo(st); err != nil {
 		_ = e.store.Delete(st, true)
 		return err
+	}
+	if f.detach {
+		// As create: the process re-parents to the caller's subreaper.
+		return nil
 	}
 	var ws unix.WaitStatus
 	for {
