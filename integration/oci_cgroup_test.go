@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -279,4 +282,54 @@ func TestOCIDeviceRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOCIEventsOOM: events prints an "oom" event when a process of the
+// container's is killed at its memory limit.
+func TestOCIEventsOOM(t *testing.T) {
+	e := newOCIEnv(t)
+	e.applets("head", "tr")
+	e.config("oom1", "sleep", "1000")
+	e.patch(func(c map[string]any) {
+		c["linux"].(map[string]any)["resources"].(map[string]any)["memory"] = map[string]any{"limit": 32 << 20, "swap": 32 << 20}
+	})
+	pid := e.create("oom1", nil)
+	e.must(nil, "start", "oom1")
+	cmd := exec.Command(e.bin, "--root", e.root, "events", "--interval", "1h", "oom1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// events watches once it has started: the hog runs again (killed at
+	// the limit each time) until an event comes.
+	var got string
+	for try := 0; try < 10 && got == ""; try++ {
+		code, out := e.execOut("oom1", "sh", "-c", "x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived")
+		if code != 137 {
+			t.Fatalf("the hog: exit %d, %q; want killed at the limit", code, out)
+		}
+		select {
+		case got = <-lines:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	var ev struct{ Type, ID string }
+	if err := json.Unmarshal([]byte(got), &ev); err != nil || ev.Type != "oom" || ev.ID != "oom1" {
+		t.Errorf("events printed %q, want {\"type\":\"oom\",\"id\":\"oom1\"}", got)
+	}
+	e.must(nil, "delete", "--force", "oom1")
+	reapPid(pid)
 }
