@@ -333,3 +333,37 @@ func TestOCIEventsOOM(t *testing.T) {
 	e.must(nil, "delete", "--force", "oom1")
 	reapPid(pid)
 }
+
+// TestOCISystemdCgroup: with --systemd-cgroup the container's cgroup is a
+// transient scope the system manager makes (the default cgroupsPath
+// :ward:ID, system.slice/ward-ID.scope). Where systemd is not PID 1 (this
+// host, the test VM) create fails saying so and leaves nothing.
+func TestOCISystemdCgroup(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("sd1", "sleep", "1000")
+	e.patch(func(c map[string]any) { delete(c["linux"].(map[string]any), "cgroupsPath") })
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	r := e.run(nil, "--systemd-cgroup", "create", "--bundle", e.bundle, "--pid-file", pidFile, "sd1")
+	if fi, err := os.Stat("/run/systemd/private"); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Logf("no systemd system manager here (%v): create must fail saying so", err)
+		if r.code != 1 || !strings.Contains(r.stderr, "--systemd-cgroup") || !strings.Contains(r.stderr, "no systemd system manager") {
+			t.Errorf("create --systemd-cgroup without a manager: %+v, want an error saying there is none", r)
+		}
+		if r := e.run(nil, "state", "sd1"); !strings.Contains(r.stderr, "does not exist") {
+			t.Errorf("the failed create left a container: %+v", r)
+		}
+		return
+	}
+	if r.code != 0 {
+		t.Fatalf("create --systemd-cgroup: %+v", r)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(string(b))
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if !strings.Contains(string(cg), "/system.slice/ward-sd1.scope\n") {
+		t.Errorf("the container's cgroups:\n%s\nwant /system.slice/ward-sd1.scope", cg)
+	}
+	e.must(nil, "delete", "--force", "sd1")
+	reapPid(pid)
+}

@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/nsexec"
 	"github.com/wardbox/ward/oci"
 )
@@ -46,6 +47,15 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	fifo, err := e.store.MakeExecFifo(c.ID, uid, gid)
 	if err != nil {
 		return nil, err
+	}
+	if c.Cgroup.Systemd {
+		// The scope holds create itself until the container's process
+		// writes itself into the cgroup and create exits.
+		rootless, _ := e.isRootless()
+		if err := cgroup.StartScope(c.Cgroup.Unit, c.Cgroup.Slice, os.Getpid(), rootless); err != nil {
+			return nil, fmt.Errorf("--systemd-cgroup: scope %s in %s: %w", c.Cgroup.Unit, c.Cgroup.Slice, err)
+		}
+		st.SystemdUnit = c.Cgroup.Unit
 	}
 	procs, err := e.store.MakeCgroup(cg, &c.Resources)
 	if err != nil {
