@@ -2,6 +2,7 @@ package oci
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -38,11 +39,33 @@ func (s *Store) Update(st *State, lr *specs.LinuxResources) error {
 	if err != nil {
 		return err
 	}
+	if !unified && r.MemorySwap != nil {
+		files = s.swapFirst(cg, files, *r.MemorySwap)
+	}
 	if err := s.writeCgroupFiles(cg, files, unified); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
 	}
 	mergeResources(old, lr)
 	return s.Save(st)
+}
+
+// swapFirst orders v1's memory files as runc does: v1 keeps the memory
+// limit at most memory+swap's, so a memory+swap limit that rises (or goes)
+// is written before the memory limit, one that falls after it.
+func (s *Store) swapFirst(cg string, files []CgroupFile, swap int64) []CgroupFile {
+	cur := readUint(filepath.Join(s.cgroupRoot, "memory", cg, "memory.memsw.limit_in_bytes"))
+	if swap != -1 && uint64(swap) <= cur {
+		return files
+	}
+	var first, rest []CgroupFile
+	for _, f := range files {
+		if f.File == "memory.memsw.limit_in_bytes" {
+			first = append(first, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	return append(first, rest...)
 }
 
 // recordedResources is the state's linux.resources, made when missing.

@@ -74,3 +74,26 @@ func TestUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestSwapFirst: on v1 a rising memory+swap limit is written before the
+// memory limit, a falling one after it.
+func TestSwapFirst(t *testing.T) {
+	s := testStore(t, false)
+	dir := filepath.Join(s.cgroupRoot, "memory", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte("1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []CgroupFile{{"memory", "memory.limit_in_bytes", "x"}, {"memory", "memory.memsw.limit_in_bytes", "y"}, {"pids", "pids.max", "z"}}
+	for _, tt := range []struct {
+		swap  int64
+		first string
+	}{{500, "memory.limit_in_bytes"}, {1000, "memory.limit_in_bytes"}, {2000, "memory.memsw.limit_in_bytes"}, {-1, "memory.memsw.limit_in_bytes"}} {
+		got := s.swapFirst("c", append([]CgroupFile(nil), files...), tt.swap)
+		if got[0].File != tt.first || len(got) != 3 {
+			t.Errorf("swap %d: %+v, want %s first", tt.swap, got, tt.first)
+		}
+	}
+}
