@@ -55,7 +55,12 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		if err := cgroup.StartScope(c.Cgroup.Unit, c.Cgroup.Slice, os.Getpid(), rootless); err != nil {
 			return nil, fmt.Errorf("--systemd-cgroup: scope %s in %s: %w", c.Cgroup.Unit, c.Cgroup.Slice, err)
 		}
-		st.SystemdUnit = c.Cgroup.Unit
+		// Where the manager put it (a user manager's slices are below
+		// its own cgroup): create is in it.
+		if cg, err = e.store.OwnCgroup(); err != nil {
+			return nil, err
+		}
+		st.SystemdUnit, st.CgroupPath = c.Cgroup.Unit, cg
 	}
 	procs, err := e.store.MakeCgroup(cg, &c.Resources)
 	if err != nil {
