@@ -84,9 +84,10 @@ func (e *ociEnv) execOut(id string, args ...string) (int, string) {
 	return r.code, string(b)
 }
 
-// TestOCIUpdateLowersLimits: update lowers pids.max (flags) and the memory
-// limit (--resources from stdin's file) of a running container, the
-// container's processes meet them, and the state records them.
+// TestOCIUpdateLowersLimits: update lowers pids.max (runc's flags) and the
+// memory limit (--resources FILE) of a running container, the container's
+// processes meet them, the state records them, and --resources - reads
+// them from stdin.
 func TestOCIUpdateLowersLimits(t *testing.T) {
 	e := newOCIEnv(t)
 	e.applets("head", "tr")
@@ -134,6 +135,15 @@ func TestOCIUpdateLowersLimits(t *testing.T) {
 	}
 	if r := st.Config.Linux.Resources; err != nil || r.Memory.Limit != int64(lim) || r.Pids.Limit != 100 {
 		t.Errorf("the state records %+v (%v), want memory %d, pids 100", r, err, lim)
+	}
+	// As containerd's shim passes them: on stdin.
+	cmd := exec.Command(e.bin, "--root", e.root, "update", "-r", "-", "u1")
+	cmd.Stdin = strings.NewReader(`{"pids":{"limit":50}}`)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("update -r - (stdin): %v: %s", err, out)
+	}
+	if got := e.cgroupFile("u1", "pids", "pids.max", "pids.max"); got != "50" {
+		t.Errorf("pids.max after update -r -: %s, want 50", got)
 	}
 	if r := e.run(nil, "update", "--memory", "lots", "u1"); r.code != 1 || !strings.Contains(r.stderr, "--memory") {
 		t.Errorf("update --memory lots: %+v, want refused naming the flag", r)
