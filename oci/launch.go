@@ -46,7 +46,6 @@ func lifecycleUnsupported(c *Container) error {
 		{"domainname", c.Domainname != "", "not set up yet"},
 		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"hooks", hooks > 0, "hooks are not run yet"},
-		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
