@@ -328,6 +328,12 @@ static int overlay(const struct ward_root_op *op, struct ward_root_out *out) {
 // permission bits and owners; anything else (a device, a socket) is left
 // out, and so is what is deeper than depth levels. For tmpcopyup: the
 // rootfs's directory at a tmpfs's destination, copied into the tmpfs.
+// owner_id is id for chown, or -1 (leave it) for the kernel's default
+// overflow id, which stands for an id the user namespace does not map.
+static unsigned owner_id(unsigned id) {
+	return id == 65534 ? (unsigned)-1 : id;
+}
+
 // data is a buffer of WARD_ROOT_MAX_PATH bytes the levels share (the
 // stack holds 1 KiB per level).
 static int copy_tree(int from, int to, const char *dst, int depth, char *data, struct ward_root_out *out) {
@@ -378,10 +384,11 @@ static int copy_tree(int from, int to, const char *dst, int depth, char *data, s
 				if (t >= 0) close(t);
 			} else continue;
 			// The owner as in the rootfs (mkdirat and openat applied the
-			// umask: the mode again too); an id the container has no
-			// mapping for stays the init's.
+			// umask: the mode again too). An owner the container has no
+			// mapping for shows as the overflow id: the copy stays the
+			// init's (the container root's), as runc's rootless copy.
 			if (!e) {
-				(void)fchownat(to, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+				(void)fchownat(to, name, owner_id(st.st_uid), owner_id(st.st_gid), AT_SYMLINK_NOFOLLOW);
 				if (!S_ISLNK(st.st_mode)) (void)fchmodat(to, name, st.st_mode & 07777, 0);
 			}
 		}
@@ -426,7 +433,7 @@ static int tmpfs(const struct ward_root_op *op, struct ward_root_out *out) {
 			close(from);
 			return e;
 		}
-		(void)fchown(to, st.st_uid, st.st_gid);
+		(void)fchown(to, owner_id(st.st_uid), owner_id(st.st_gid));
 		(void)fchmod(to, st.st_mode & 07777);
 		char data[WARD_ROOT_MAX_PATH];
 		if ((e = copy_tree(from, to, op->dst, 32, data, out))) return e;
