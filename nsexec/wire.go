@@ -138,9 +138,12 @@ type Spec struct {
 	// Caps (OCI) are config.json's capability sets, kept where ward's
 	// program keeps none: bounding, effective, permitted, inheritable,
 	// ambient (bit N: capability N). nil: none at all, ward's rule.
-	Caps     *[5]uint64 `json:"caps,omitempty"`
-	StartFD  int        `json:"start_fd,omitempty"`
-	ReportFD int        `json:"report_fd,omitempty"`
+	Caps *[5]uint64 `json:"caps,omitempty"`
+	// OCIProc (OCI) is the rest of config.json's process (and sysctls)
+	// where ward's own program has its own rules; nil: ward's.
+	OCIProc  *OCIProc `json:"oci_proc,omitempty"`
+	StartFD  int      `json:"start_fd,omitempty"`
+	ReportFD int      `json:"report_fd,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.
@@ -157,6 +160,32 @@ type Spec struct {
 	// the ruleset once the root is complete and every program's process
 	// enforces it after no_new_privs.
 	Landlock *fs.Landlock `json:"landlock,omitempty"`
+}
+
+// OCIProc is what an OCI container's process (or an exec'd command's)
+// takes from config.json on top of ward's steps (spawn_linux.c).
+type OCIProc struct {
+	// NoNewPrivs is process.noNewPrivileges: false leaves no_new_privs
+	// unset (the seccomp filters then load before the capabilities go).
+	NoNewPrivs bool `json:"nnp"`
+	// Groups are exactly the supplementary groups (additionalGids).
+	Groups []uint32 `json:"groups,omitempty"`
+	// Umask is the umask (0022 when config.json gives none, as runc).
+	Umask uint32 `json:"umask"`
+	// OOMScoreAdj, when set, is written before the privileges go.
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
+	// Rlimits are set after ward's own, in order.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Sysctl are "key=value", written in order by the container's init
+	// before it builds the root (not for an exec'd command).
+	Sysctl []string `json:"sysctl,omitempty"`
+}
+
+// Rlimit is one resource limit: an RLIMIT_* number, soft and hard.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
 }
 
 // Exit is how the program ended, with the resource use of every process

@@ -3,6 +3,7 @@ package oci
 import (
 	"fmt"
 	"os"
+	"sort"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -34,12 +35,8 @@ func lifecycleUnsupported(c *Container) error {
 		why   string
 	}{
 		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
-		{"process.user.additionalGids", len(p.AdditionalGids) > 0, "supplementary groups are not set up yet"},
-		{"process.user.umask", p.Umask != nil && *p.Umask != 0o022, "the umask is not set up yet"},
-		{"process.oomScoreAdj", p.OOMScoreAdj != nil, "not set up yet"},
-		{"domainname", c.Domainname != "", "not set up yet"},
+		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
-		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
 		{"hooks", hooks > 0, "hooks are not run yet"},
 		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
@@ -47,11 +44,6 @@ func lifecycleUnsupported(c *Container) error {
 	} {
 		if f.set {
 			return unsupported(f.field, f.why)
-		}
-	}
-	for i, r := range p.Rlimits {
-		if r.Resource != unix.RLIMIT_NOFILE {
-			return unsupported(fmt.Sprintf("process.rlimits[%d]", i), "only RLIMIT_NOFILE is set up yet")
 		}
 	}
 	for i, ns := range c.Namespaces {
@@ -96,6 +88,7 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		return nil, err
 	}
 	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
+	spec.OCIProc.Sysctl = c.sysctlList()
 	var flags uintptr
 	for _, ns := range c.Namespaces {
 		flags |= ns.Flag
@@ -180,14 +173,41 @@ func ExecSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	return processSpec(c, p)
 }
 
+// sysctlList is domainname (as kernel.domainname) and linux.sysctl, in
+// key order, as "key=value" for the container's process: domainname
+// first, so that a sysctl of the same name wins, as with runc.
+func (c *Container) sysctlList() []string {
+	var out []string
+	if c.Domainname != "" {
+		out = append(out, "kernel.domainname="+c.Domainname)
+	}
+	keys := make([]string, 0, len(c.Sysctl))
+	for k := range c.Sysctl {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+c.Sysctl[k])
+	}
+	return out
+}
+
 // processSpec is what the container's init and an exec'd command share:
-// process p (args, env, cwd, user, rlimits, capabilities) under the
-// container's seccomp filter.
+// process p (args, env, cwd, user, groups, umask, rlimits, oom score,
+// capabilities, no_new_privs) under the container's seccomp filter.
 func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, UID: int(p.UID), GID: int(p.GID), NoFile: 1024}
-	for _, r := range p.Rlimits {
-		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+	proc := &nsexec.OCIProc{NoNewPrivs: p.NoNewPrivileges, Groups: p.AdditionalGids, Umask: 0o022, OOMScoreAdj: p.OOMScoreAdj}
+	if p.Umask != nil {
+		proc.Umask = *p.Umask
 	}
+	for _, r := range p.Rlimits {
+		if r.Resource == unix.RLIMIT_NOFILE {
+			spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+		}
+		proc.Rlimits = append(proc.Rlimits, nsexec.Rlimit{Resource: r.Resource, Soft: r.Soft, Hard: r.Hard})
+	}
+	spec.OCIProc = proc
 	spec.Caps = capSets(p)
 	if c.Seccomp != nil {
 		prog, err := c.Seccomp.Compile()

@@ -225,13 +225,14 @@ func specDevices(ds []specs.LinuxDevice) ([]Device, error) {
 func specSysctl(c *Container, sysctl map[string]string) error {
 	for k, v := range sysctl {
 		field := "linux.sysctl." + k
-		if strings.ContainsAny(k, "/\x00") || strings.Contains(k, "..") || k == "" {
+		if strings.ContainsAny(k, "/=\x00") || strings.Contains(k, "..") || k == "" {
 			return invalid(field, "not a sysctl name")
 		}
 		var ns string
 		switch {
 		case k == "kernel.msgmax" || k == "kernel.msgmnb" || k == "kernel.msgmni" || k == "kernel.sem" ||
 			k == "kernel.shmall" || k == "kernel.shmmax" || k == "kernel.shmmni" || k == "kernel.shm_rmid_forced" ||
+			k == "kernel.msg_next_id" || k == "kernel.sem_next_id" || k == "kernel.shm_next_id" ||
 			strings.HasPrefix(k, "fs.mqueue."):
 			ns = "ipc"
 		case strings.HasPrefix(k, "net."):
@@ -244,7 +245,7 @@ func specSysctl(c *Container, sysctl map[string]string) error {
 		if !c.Has(ns) {
 			return invalid(field, "needs a %s namespace", ns)
 		}
-		if strings.ContainsRune(v, '\n') {
+		if strings.ContainsAny(v, "\n\x00") {
 			return invalid(field, "a value of one line")
 		}
 	}

@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// respec writes runc spec's config.json again, then config's changes.
+func (e *ociEnv) respec(id string, args ...string) {
+	e.t.Helper()
+	path := filepath.Join(e.bundle, "config.json")
+	if err := os.Remove(path); err != nil {
+		e.t.Fatal(err)
+	}
+	if out, err := exec.Command("runc", "spec", "--bundle", e.bundle).CombinedOutput(); err != nil {
+		e.t.Fatalf("runc spec: %v: %s", err, out)
+	}
+	e.config(id, args...)
+}
+
+// edit changes the bundle's config.json (after config) in place.
+func (e *ociEnv) edit(f func(c map[string]any)) {
+	e.t.Helper()
+	path := filepath.Join(e.bundle, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		e.t.Fatal(err)
+	}
+	f(c)
+	if b, err = json.Marshal(c); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// runOut runs container id to its end (ward-oci run) and returns what it
+// wrote, failing the test unless it exits 0.
+func (e *ociEnv) runOut(id string) string {
+	e.t.Helper()
+	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer out.Close()
+	r := e.run(out, "run", "--bundle", e.bundle, id)
+	b, _ := os.ReadFile(out.Name())
+	if r.code != 0 {
+		e.t.Fatalf("run %s: exit %d: %s", id, r.code, b)
+	}
+	return string(b)
+}
+
+// lowered is a limit below this process's hard limit of res (which
+// ward-oci, lacking CAP_SYS_RESOURCE here, cannot raise): want, or the
+// hard limit less one when that is lower.
+func lowered(t *testing.T, res int, want uint64) uint64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(res, &rl); err != nil {
+		t.Fatal(err)
+	}
+	if rl.Max <= want {
+		return rl.Max - 1
+	}
+	return want
+}
+
+// TestOCIProcessFieldsTakeEffect: config.json's process is the container
+// process's: no_new_privs as given (off here: the seccomp filter is then
+// loaded while the process still holds CAP_SYS_ADMIN, which runc spec's
+// capabilities do not keep), the supplementary groups, the umask, the
+// OOM score (raised: lowering needs CAP_SYS_RESOURCE), every rlimit
+// (lowered), the domain name and the sysctls of its own namespaces, read
+// back inside.
+func TestOCIProcessFieldsTakeEffect(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("p1", "sh", "-c", `grep -E '^(NoNewPrivs|Groups|Seccomp):' /proc/self/status; umask; cat /proc/self/oom_score_adj
+grep -E '^Max (open files|processes|stack size|core file size|locked memory)' /proc/self/limits | tr -s ' ' | sed 's/ *$//'
+cat /proc/sys/kernel/domainname /proc/sys/net/ipv4/ip_forward /proc/sys/kernel/shmmni /proc/sys/fs/mqueue/msg_max
+mkdir /tmp/x 2>/dev/null || echo mkdir denied`)
+	var base int
+	if b, err := os.ReadFile("/proc/self/oom_score_adj"); err == nil {
+		fmt.Sscan(string(b), &base)
+	}
+	adj := base + 100
+	if adj > 1000 {
+		adj = 1000
+	}
+	nofile := lowered(t, unix.RLIMIT_NOFILE, 200)
+	nproc := lowered(t, unix.RLIMIT_NPROC, 900)
+	stack := lowered(t, unix.RLIMIT_STACK, 4<<20)
+	memlock := lowered(t, unix.RLIMIT_MEMLOCK, 64<<10)
+	e.edit(func(c map[string]any) {
+		p := c["process"].(map[string]any)
+		p["noNewPrivileges"] = false
+		u := p["user"].(map[string]any)
+		u["additionalGids"] = []int{5, 7}
+		u["umask"] = 0o027
+		p["oomScoreAdj"] = adj
+		p["rlimits"] = []map[string]any{
+			{"type": "RLIMIT_NOFILE", "soft": nofile - 100, "hard": nofile},
+			{"type": "RLIMIT_NPROC", "soft": nproc, "hard": nproc},
+			{"type": "RLIMIT_STACK", "soft": stack / 2, "hard": stack},
+			{"type": "RLIMIT_CORE", "soft": 0, "hard": 0},
+			{"type": "RLIMIT_MEMLOCK", "soft": memlock, "hard": memlock},
+		}
+		c["domainname"] = "example.org"
+		l := c["linux"].(map[string]any)
+		l["sysctl"] = map[string]string{"net.ipv4.ip_forward": "1", "kernel.shmmni": "100", "fs.mqueue.msg_max": "20"}
+		l["seccomp"] = map[string]any{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []map[string]any{
+			{"names": []string{"mkdir", "mkdirat"}, "action": "SCMP_ACT_ERRNO"}}}
+	})
+	got := e.runOut("p1")
+	want := fmt.Sprintf(`NoNewPrivs:	0
+Seccomp:	2
+Groups:	5 7 
+0027
+%d
+Max stack size %d %d bytes
+Max core file size 0 0 bytes
+Max processes %d %d processes
+Max open files %d %d files
+Max locked memory %d %d bytes
+example.org
+1
+100
+20
+mkdir denied
+`, adj, stack/2, stack, nproc, nproc, nofile-100, nofile, memlock, memlock)
+	// /proc/self/status: Groups before NoNewPrivs and Seccomp.
+	want = strings.Replace(want, "NoNewPrivs:\t0\nSeccomp:\t2\nGroups:\t5 7 \n", "Groups:\t5 7 \nNoNewPrivs:\t0\nSeccomp:\t2\n", 1)
+	if got != want {
+		t.Errorf("the container's process saw\n%s\nwant\n%s", got, want)
+	}
+
+	// noNewPrivileges true (runc spec's): set, and the filter still loads.
+	e.respec("p2", "sh", "-c", `grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; mkdir /tmp/x 2>/dev/null || echo mkdir denied`)
+	e.edit(func(c map[string]any) {
+		c["linux"].(map[string]any)["seccomp"] = map[string]any{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": []map[string]any{
+			{"names": []string{"mkdir", "mkdirat"}, "action": "SCMP_ACT_ERRNO"}}}
+	})
+	if got := e.runOut("p2"); got != "NoNewPrivs:\t1\nSeccomp:\t2\nmkdir denied\n" {
+		t.Errorf("with noNewPrivileges: the container's process saw %q", got)
+	}
+}
+
+// TestOCIProcessRefusals: an rlimit name ward does not know, and a sysctl
+// of the host's, are errors naming them; raising a hard limit past the
+// caller's fails at create, naming the limit.
+func TestOCIProcessRefusals(t *testing.T) {
+	e := newOCIEnv(t)
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(c map[string]any)
+		msg  string
+	}{
+		{"unknown rlimit", func(c map[string]any) {
+			c["process"].(map[string]any)["rlimits"] = []map[string]any{{"type": "RLIMIT_MAGIC", "soft": 1, "hard": 1}}
+		}, `process.rlimits[0].type: unknown resource \"RLIMIT_MAGIC\"`},
+		{"host sysctl", func(c map[string]any) {
+			c["linux"].(map[string]any)["sysctl"] = map[string]string{"vm.swappiness": "10"}
+		}, "linux.sysctl.vm.swappiness: not in a namespace of the container's own"},
+		{"raised hard limit", func(c map[string]any) {
+			c["process"].(map[string]any)["rlimits"] = []map[string]any{{"type": "RLIMIT_NOFILE", "soft": 64, "hard": nofile.Max + 1}}
+		}, "setrlimit RLIMIT_NOFILE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.t = t
+			e.respec("r1", "true")
+			e.edit(tt.edit)
+			r := e.run(nil, "create", "--bundle", e.bundle, "r1")
+			if r.code == 0 || !strings.Contains(r.stderr, tt.msg) {
+				t.Errorf("create: exit %d, stderr %q; want an error containing %q", r.code, r.stderr, tt.msg)
+			}
+			if r.code == 0 {
+				e.run(nil, "delete", "--force", "r1")
+			}
+			if _, err := os.Stat(filepath.Join(e.root, "r1")); err == nil {
+				t.Errorf("a failed create left its state")
+				e.run(nil, "delete", "--force", "r1")
+			}
+		})
+	}
+}
