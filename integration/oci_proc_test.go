@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -196,5 +198,109 @@ func TestOCIProcessRefusals(t *testing.T) {
 				e.run(nil, "delete", "--force", "r1")
 			}
 		})
+	}
+}
+
+// nsHolder starts `unshare FLAGS sleep` (its namespaces are the pod's a
+// container joins), killed and reaped when the test ends, and returns its
+// pid once unshare has switched.
+func nsHolder(t *testing.T, flags ...string) int {
+	t.Helper()
+	cmd := exec.Command("unshare", append(flags, "sleep", "1000")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	self, _ := os.Readlink("/proc/self/ns/net")
+	// unshare execs sleep once it is in its namespaces: wait for that.
+	for {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid)); err == nil && string(b) == "sleep\n" {
+			break
+		}
+		if cmd.ProcessState != nil {
+			t.Fatal("unshare ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)); l == self && slices.Contains(flags, "-n") {
+		t.Fatal("unshare -n left the helper in the test's network namespace")
+	}
+	return cmd.Process.Pid
+}
+
+// TestOCIJoinNamespacesByPath: namespaces given by path (a pod's
+// network, IPC, UTS and cgroup namespaces, here a helper's made with
+// unshare) are the container's process's; a sysctl of the joined network
+// namespace is out of reach from ward's user namespace, and pid or user
+// namespaces by path are refused naming the field.
+func TestOCIJoinNamespacesByPath(t *testing.T) {
+	e := newOCIEnv(t)
+	holder := nsHolder(t, "-n", "-i", "-u", "-C")
+	e.config("j1", "sh", "-c", "cat /proc/sys/kernel/hostname; echo $(ls /sys/class/net 2>/dev/null | wc -l)")
+	types := map[string]string{"network": "net", "ipc": "ipc", "uts": "uts", "cgroup": "cgroup"}
+	e.edit(func(c map[string]any) {
+		delete(c, "hostname") // the pod's UTS namespace is not ward's to name
+		l := c["linux"].(map[string]any)
+		var nss []any
+		for _, ns := range l["namespaces"].([]any) {
+			if _, join := types[ns.(map[string]any)["type"].(string)]; !join {
+				nss = append(nss, ns)
+			}
+		}
+		for typ, file := range types {
+			nss = append(nss, map[string]any{"type": typ, "path": fmt.Sprintf("/proc/%d/ns/%s", holder, file)})
+		}
+		l["namespaces"] = nss
+	})
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	pid := e.create("j1", out)
+	for _, file := range types {
+		want, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", holder, file))
+		got, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, file))
+		if err != nil || got != want {
+			t.Errorf("the container's %s namespace is %s (%v), want the helper's %s", file, got, err, want)
+		}
+	}
+	e.must(nil, "start", "j1")
+	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 0 {
+		t.Errorf("the program ended %v", ws)
+	}
+	host, _ := os.Hostname()
+	if b, _ := os.ReadFile(out.Name()); !strings.HasPrefix(string(b), host+"\n") {
+		t.Errorf("the program wrote %q, want the helper's hostname (the host's: unshare -u copies it) first", b)
+	}
+	e.must(nil, "delete", "j1")
+
+	for _, tt := range []struct {
+		typ, file, msg string
+	}{
+		{"pid", "pid", "PID 1 of a PID namespace of its own"},
+		{"user", "user", "ward makes the container's user namespace itself"},
+	} {
+		e.respec("j2", "true")
+		e.edit(func(c map[string]any) {
+			l := c["linux"].(map[string]any)
+			l["namespaces"] = append(l["namespaces"].([]any), map[string]any{"type": tt.typ, "path": fmt.Sprintf("/proc/%d/ns/%s", holder, tt.file)})
+			if tt.typ == "pid" {
+				var nss []any
+				for _, ns := range l["namespaces"].([]any) {
+					if m := ns.(map[string]any); m["type"] != "pid" || m["path"] != nil {
+						nss = append(nss, ns)
+					}
+				}
+				l["namespaces"] = nss
+			}
+		})
+		r := e.run(nil, "create", "--bundle", e.bundle, "j2")
+		if r.code == 0 || !strings.Contains(r.stderr, "linux.namespaces[") || !strings.Contains(r.stderr, tt.msg) {
+			t.Errorf("%s by path: exit %d, %q; want the field refused: %s", tt.typ, r.code, r.stderr, tt.msg)
+		}
+		if r.code == 0 {
+			e.run(nil, "delete", "--force", "j2")
+		}
 	}
 }

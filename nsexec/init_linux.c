@@ -297,6 +297,14 @@ static int step_close_fds(const struct ward_root *r, struct ward_root_out *o) {
 	return errno;
 }
 
+// set-hostname: always for ward's sandboxes; for an OCI container only
+// when config.json gives one (its UTS namespace may be a pod's, joined by
+// path, which ward's user namespace may not change).
+static int when_hostname(const struct ward_root *r) {
+	(void)r;
+	return !(cfg.h.flags & WARD_INIT_OCI) || cfg.hostname[0];
+}
+
 static int step_hostname(const struct ward_root *r, struct ward_root_out *o) {
 	(void)r;
 	if (sethostname(cfg.hostname, strlen(cfg.hostname)) == 0) return 0;
@@ -437,7 +445,7 @@ static const struct ward_root_step steps_before_root[] = {
 	{"set-sysctl", when_sysctl, step_sysctl},
 };
 static const struct ward_root_step steps_after_root[] = {
-	{"set-hostname", NULL, step_hostname},
+	{"set-hostname", when_hostname, step_hostname},
 	{"loopback-up", when_loopback, step_loopback},
 	{"proxy-relay", when_relay, step_relay},
 	{"non-dumpable", NULL, step_nondumpable},

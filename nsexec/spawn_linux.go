@@ -92,6 +92,9 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 	if spec.NestUserns {
 		g.nest_userns = 1
 	}
+	if spec.KeepCgroupNS {
+		g.keep_cgroupns = 1
+	}
 	g.landlock_fd = -1 // the init's ruleset, which it fills in
 	if c := spec.Caps; c != nil {
 		g.oci_caps = 1

@@ -91,6 +91,7 @@ struct ward_gate {
 	int uid, gid;
 	int keep_groups; // setgroups is denied here (an unprivileged caller's single mapping)
 	int nest_userns; // enter a user namespace of the program's own (see enter-user-namespace)
+	int keep_cgroupns; // OCI: the cgroup namespace was joined by path: no new one
 	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
 	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
 	int landlock_fd; // a Landlock ruleset to enforce after no_new_privs (-1: none)

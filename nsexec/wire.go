@@ -118,8 +118,11 @@ type Spec struct {
 	// NestUserns puts the program in a user namespace of its own (same
 	// single mapping), so that RLIMIT_NPROC counts its processes only, not
 	// the init's threads of the same uid.
-	NestUserns bool   `json:"nest_userns,omitempty"`
-	NProc      uint64 `json:"nproc,omitempty"`
+	NestUserns bool `json:"nest_userns,omitempty"`
+	// KeepCgroupNS (OCI): the container joined a cgroup namespace by
+	// path; the program's process makes none of its own.
+	KeepCgroupNS bool   `json:"keep_cgroupns,omitempty"`
+	NProc        uint64 `json:"nproc,omitempty"`
 	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
 	// cgroup holds the sandbox's (--limits=best-effort).
 	DataBytes uint64 `json:"data,omitempty"`

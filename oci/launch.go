@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +19,9 @@ import (
 type Launch struct {
 	Spec *nsexec.Spec
 	Opt  nsexec.Options
+	// ipcPath is the IPC namespace joined by path ("": a new one or
+	// none): its mqueue mounts are made on the host (AttachSources).
+	ipcPath string
 }
 
 // lifecycleUnsupported is the first field of c that the lifecycle does not
@@ -48,17 +52,38 @@ func lifecycleUnsupported(c *Container) error {
 	}
 	for i, ns := range c.Namespaces {
 		if ns.Path != "" {
-			return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "joining a namespace is not set up yet")
+			switch ns.Type {
+			case "pid":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "ward's init is PID 1 of a PID namespace of its own: in a joined one it could not mount its /proc from ward's user namespace")
+			case "user":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "ward makes the container's user namespace itself (its root is a host uid that owns nothing)")
+			case "time":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
+			}
+			continue // network, ipc, uts, cgroup: joined (NewLaunch)
 		}
 		if ns.Type == "time" {
 			return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
 		}
 	}
-	// ward's init is PID 1 of a PID namespace of its own, and sets the
-	// hostname in a UTS namespace of its own.
+	if ns := c.namespace("uts"); ns != nil && ns.Path != "" && c.Hostname != "" {
+		return unsupported("hostname", fmt.Sprintf("the uts namespace is joined by path (%s): ward's user namespace may not change it", ns.Path))
+	}
+	for _, kv := range c.sysctlList() {
+		k, _, _ := strings.Cut(kv, "=")
+		if ns := c.namespace(sysctlNamespace(k)); ns != nil && ns.Path != "" {
+			field := "linux.sysctl." + k
+			if k == "kernel.domainname" && c.Sysctl[k] == "" {
+				field = "domainname"
+			}
+			return unsupported(field, fmt.Sprintf("the %s namespace is joined by path (%s): ward's user namespace may not change it", ns.Type, ns.Path))
+		}
+	}
+	// ward's init is PID 1 of a PID namespace of its own; a UTS
+	// namespace, new or joined, keeps the host's hostname out of reach.
 	for _, need := range []string{"pid", "uts"} {
 		if c.namespace(need) == nil {
-			return unsupported("linux.namespaces", fmt.Sprintf("ward needs a new %s namespace", need))
+			return unsupported("linux.namespaces", fmt.Sprintf("ward needs a %s namespace", need))
 		}
 	}
 	return nil
@@ -90,15 +115,24 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
 	spec.OCIProc.Sysctl = c.sysctlList()
 	var flags uintptr
+	var joins []nsexec.JoinNS
 	for _, ns := range c.Namespaces {
+		if ns.Path != "" {
+			joins = append(joins, nsexec.JoinNS{Path: ns.Path, Flag: ns.Flag})
+			continue
+		}
 		flags |= ns.Flag
 	}
 	spec.LoopbackUp = flags&unix.CLONE_NEWNET != 0
-	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles}
+	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles, Join: joins}
 	if len(c.UIDMappings) > 0 {
 		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
 	}
-	return &Launch{Spec: spec, Opt: opt}, nil
+	l := &Launch{Spec: spec, Opt: opt}
+	if ns := c.namespace("ipc"); ns != nil {
+		l.ipcPath = ns.Path
+	}
+	return l, nil
 }
 
 // AttachSources clones every bind's source on the host (open_tree: a
@@ -110,6 +144,20 @@ func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
 	var trees []*os.File
 	for i := range l.Spec.Plan.Ops {
 		op := &l.Spec.Plan.Ops[i]
+		if op.Kind == fs.KindMqueue && l.ipcPath != "" {
+			// The init may not mount an mqueue of an IPC namespace it
+			// joined (a pod's, host root's): made here, attached by fd.
+			m, err := nsexec.MqueueIn(l.ipcPath)
+			if err != nil {
+				for _, t := range trees {
+					t.Close()
+				}
+				return nil, err
+			}
+			trees = append(trees, m)
+			*op = fs.Op{Kind: fs.KindBind, Src: "/dev/mqueue", Dst: op.Dst, RW: true, NoExec: true, SrcFD: files.Add(m)}
+			continue
+		}
 		if op.Kind != fs.KindBind {
 			continue
 		}
@@ -208,6 +256,9 @@ func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 		proc.Rlimits = append(proc.Rlimits, nsexec.Rlimit{Resource: r.Resource, Soft: r.Soft, Hard: r.Hard})
 	}
 	spec.OCIProc = proc
+	if ns := c.namespace("cgroup"); ns != nil && ns.Path != "" {
+		spec.KeepCgroupNS = true
+	}
 	spec.Caps = capSets(p)
 	if c.Seccomp != nil {
 		prog, err := c.Seccomp.Compile()

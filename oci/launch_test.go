@@ -90,6 +90,21 @@ func TestProcessRefusals(t *testing.T) {
 			dropNamespace(s, specs.IPCNamespace)
 			s.Linux.Sysctl = map[string]string{"kernel.msg_next_id": "1"}
 		}, "linux.sysctl.kernel.msg_next_id", "needs a ipc namespace"},
+		{"pid by path", func(s *specs.Spec) { joinNS(s, specs.PIDNamespace, "/proc/1/ns/pid") },
+			"linux.namespaces[4].path", "PID 1 of a PID namespace of its own"},
+		{"user by path", func(s *specs.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace, Path: "/proc/1/ns/user"})
+		}, "linux.namespaces[5].path", "ward makes the container's user namespace itself"},
+		{"hostname in a joined UTS namespace", func(s *specs.Spec) { joinNS(s, specs.UTSNamespace, "/run/pod/uts") },
+			"hostname", "joined by path (/run/pod/uts)"},
+		{"sysctl of a joined network namespace", func(s *specs.Spec) {
+			joinNS(s, specs.NetworkNamespace, "/run/netns/pod")
+			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}
+		}, "linux.sysctl.net.ipv4.ip_forward", "joined by path (/run/netns/pod)"},
+		{"domainname in a joined UTS namespace", func(s *specs.Spec) {
+			joinNS(s, specs.UTSNamespace, "/run/pod/uts")
+			s.Hostname, s.Domainname = "", "example.org"
+		}, "domainname", "joined by path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,5 +120,43 @@ func TestProcessRefusals(t *testing.T) {
 				t.Errorf("got %v, want field %s: %s", err, tt.field, tt.why)
 			}
 		})
+	}
+}
+
+// joinNS gives namespace t a path (it is joined, not made), at the end.
+func joinNS(s *specs.Spec, t specs.LinuxNamespaceType, path string) {
+	dropNamespace(s, t)
+	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: t, Path: path})
+}
+
+// TestNewLaunchJoins: namespaces with a path are joined, not cloned; a
+// joined cgroup namespace keeps the process from making its own.
+func TestNewLaunchJoins(t *testing.T) {
+	s := readTestSpec(t, "runc-spec.json")
+	s.Process.Terminal = false
+	s.Hostname = ""
+	s.Mounts = nil
+	s.Root.Path = t.TempDir()
+	joinNS(s, specs.NetworkNamespace, "/run/netns/pod")
+	joinNS(s, specs.IPCNamespace, "/proc/7/ns/ipc")
+	joinNS(s, specs.CgroupNamespace, "/proc/7/ns/cgroup")
+	c, err := Spec(s, SpecOptions{ID: "c1", Bundle: bundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLaunch(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []nsexec.JoinNS{{Path: "/run/netns/pod", Flag: unix.CLONE_NEWNET}, {Path: "/proc/7/ns/ipc", Flag: unix.CLONE_NEWIPC},
+		{Path: "/proc/7/ns/cgroup", Flag: unix.CLONE_NEWCGROUP}}
+	if !reflect.DeepEqual(l.Opt.Join, want) {
+		t.Errorf("joins %+v, want %+v", l.Opt.Join, want)
+	}
+	if l.Opt.CloneFlags != unix.CLONE_NEWPID|unix.CLONE_NEWNS|unix.CLONE_NEWUTS {
+		t.Errorf("clone flags %#x, want pid, mount and uts only", l.Opt.CloneFlags)
+	}
+	if l.Spec.LoopbackUp || !l.Spec.KeepCgroupNS || l.ipcPath != "/proc/7/ns/ipc" {
+		t.Errorf("loopback %v, keep cgroupns %v, ipc %q", l.Spec.LoopbackUp, l.Spec.KeepCgroupNS, l.ipcPath)
 	}
 }
