@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,17 +231,18 @@ func nsHolder(t *testing.T, flags ...string) int {
 
 // TestOCIJoinNamespacesByPath: namespaces given by path (a pod's
 // network, IPC, UTS and cgroup namespaces, here a helper's made with
-// unshare) are the container's process's; a sysctl of the joined network
-// namespace is out of reach from ward's user namespace, and pid or user
-// namespaces by path are refused naming the field.
+// unshare) are the container's process's, its hostname and sysctls are
+// set in them (by ward-oci: ward's user namespace does not own them), and
+// pid or user namespaces by path are refused naming the field.
 func TestOCIJoinNamespacesByPath(t *testing.T) {
 	e := newOCIEnv(t)
 	holder := nsHolder(t, "-n", "-i", "-u", "-C")
-	e.config("j1", "sh", "-c", "cat /proc/sys/kernel/hostname; echo $(ls /sys/class/net 2>/dev/null | wc -l)")
+	e.config("j1", "sh", "-c", "cat /proc/sys/kernel/hostname /proc/sys/net/ipv4/ip_forward /proc/sys/kernel/shmmni; grep -c ' /dev/mqueue ' /proc/self/mountinfo")
 	types := map[string]string{"network": "net", "ipc": "ipc", "uts": "uts", "cgroup": "cgroup"}
 	e.edit(func(c map[string]any) {
-		delete(c, "hostname") // the pod's UTS namespace is not ward's to name
+		c["hostname"] = "pod-j1"
 		l := c["linux"].(map[string]any)
+		l["sysctl"] = map[string]string{"net.ipv4.ip_forward": "1", "kernel.shmmni": "123"}
 		var nss []any
 		for _, ns := range l["namespaces"].([]any) {
 			if _, join := types[ns.(map[string]any)["type"].(string)]; !join {
@@ -269,9 +271,11 @@ func TestOCIJoinNamespacesByPath(t *testing.T) {
 	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 0 {
 		t.Errorf("the program ended %v", ws)
 	}
-	host, _ := os.Hostname()
-	if b, _ := os.ReadFile(out.Name()); !strings.HasPrefix(string(b), host+"\n") {
-		t.Errorf("the program wrote %q, want the helper's hostname (the host's: unshare -u copies it) first", b)
+	if b, _ := os.ReadFile(out.Name()); string(b) != "pod-j1\n1\n123\n1\n" {
+		t.Errorf("the program wrote %q, want the hostname, the sysctls set in the joined namespaces and one mqueue mount", b)
+	}
+	if h, err := exec.Command("nsenter", "-t", strconv.Itoa(holder), "-u", "hostname").Output(); err != nil || string(h) != "pod-j1\n" {
+		t.Errorf("the helper's hostname is %q (%v), want the container's: the UTS namespace is shared", h, err)
 	}
 	e.must(nil, "delete", "j1")
 

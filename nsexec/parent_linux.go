@@ -69,6 +69,10 @@ type Options struct {
 	// (startOwnedBy). Network, IPC, UTS and cgroup namespaces only: setns
 	// joins those per thread, which a multithreaded process may do.
 	Join []JoinNS
+	// OnJoined (with Join) runs on that thread once it joined them, as
+	// the caller, before the clone: what the init, in ward's user
+	// namespace, may not change in them (their sysctls, the hostname).
+	OnJoined func() error
 }
 
 // JoinNS is a namespace to join: its path and CLONE_NEW* type.
@@ -243,7 +247,7 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	}
 	t0 := monoUs()
 	// Start returns once the child has exec'd (or failed to).
-	if err := startOwnedBy(cmd, HostUIDBase, joins); err != nil {
+	if err := startOwnedBy(cmd, HostUIDBase, joins, opt.OnJoined); err != nil {
 		parent.Close()
 		var se *SetupError
 		if errors.As(err, &se) {
@@ -614,7 +618,7 @@ const secbitNoSetUIDFixup = 1 << 2
 // namespace's owner, host root's for a pod's), and the child inherits
 // them; the thread then never goes back to the runtime: it ends with its
 // goroutine.
-func startOwnedBy(cmd *exec.Cmd, owner int, joins []openJoin) error {
+func startOwnedBy(cmd *exec.Cmd, owner int, joins []openJoin, onJoined func() error) error {
 	if os.Geteuid() != 0 && len(joins) == 0 {
 		return cmd.Start()
 	}
@@ -625,6 +629,12 @@ func startOwnedBy(cmd *exec.Cmd, owner int, joins []openJoin) error {
 			if err := unix.Setns(int(j.f.Fd()), int(j.Flag)); err != nil {
 				errc <- &SetupError{Step: "join-namespace", Path: j.Path, Errno: errno(err), Msg: fmt.Sprintf("setns %s: %v", j.Path, err)}
 				return // the locked thread ends with this goroutine
+			}
+		}
+		if len(joins) > 0 && onJoined != nil {
+			if err := onJoined(); err != nil {
+				errc <- err
+				return
 			}
 		}
 		if os.Geteuid() != 0 {

@@ -66,19 +66,6 @@ func lifecycleUnsupported(c *Container) error {
 			return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
 		}
 	}
-	if ns := c.namespace("uts"); ns != nil && ns.Path != "" && c.Hostname != "" {
-		return unsupported("hostname", fmt.Sprintf("the uts namespace is joined by path (%s): ward's user namespace may not change it", ns.Path))
-	}
-	for _, kv := range c.sysctlList() {
-		k, _, _ := strings.Cut(kv, "=")
-		if ns := c.namespace(sysctlNamespace(k)); ns != nil && ns.Path != "" {
-			field := "linux.sysctl." + k
-			if k == "kernel.domainname" && c.Sysctl[k] == "" {
-				field = "domainname"
-			}
-			return unsupported(field, fmt.Sprintf("the %s namespace is joined by path (%s): ward's user namespace may not change it", ns.Type, ns.Path))
-		}
-	}
 	// ward's init is PID 1 of a PID namespace of its own; a UTS
 	// namespace, new or joined, keeps the host's hostname out of reach.
 	for _, need := range []string{"pid", "uts"} {
@@ -113,7 +100,8 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		return nil, err
 	}
 	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
-	spec.OCIProc.Sysctl = c.sysctlList()
+	own, joined := c.splitSysctls()
+	spec.OCIProc.Sysctl = own
 	var flags uintptr
 	var joins []nsexec.JoinNS
 	for _, ns := range c.Namespaces {
@@ -125,6 +113,13 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 	}
 	spec.LoopbackUp = flags&unix.CLONE_NEWNET != 0
 	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles, Join: joins}
+	if ns := c.namespace("uts"); ns != nil && ns.Path != "" && c.Hostname != "" {
+		joined = append([]string{"kernel.hostname=" + c.Hostname}, joined...)
+		spec.Hostname = ""
+	}
+	if len(joined) > 0 {
+		opt.OnJoined = func() error { return writeSysctls(joined) }
+	}
 	if len(c.UIDMappings) > 0 {
 		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
 	}
@@ -238,6 +233,45 @@ func (c *Container) sysctlList() []string {
 		out = append(out, k+"="+c.Sysctl[k])
 	}
 	return out
+}
+
+// splitSysctls is sysctlList split into those of the container's own
+// namespaces, which its init writes, and those of namespaces joined by
+// path (a pod's), which ward-oci writes from the thread that joined them
+// (Options.OnJoined): ward's user namespace does not own them, as runc
+// changes them in a pod's namespaces too.
+func (c *Container) splitSysctls() (own, joined []string) {
+	for _, kv := range c.sysctlList() {
+		k, _, _ := strings.Cut(kv, "=")
+		if ns := c.namespace(sysctlNamespace(k)); ns != nil && ns.Path != "" {
+			joined = append(joined, kv)
+		} else {
+			own = append(own, kv)
+		}
+	}
+	return own, joined
+}
+
+// writeSysctls writes "key=value" sysctls in the calling thread's
+// namespaces (/proc/sys shows the writer's), kernel.hostname and
+// kernel.domainname by their system calls.
+func writeSysctls(kvs []string) error {
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "kernel.hostname":
+			err = unix.Sethostname([]byte(v))
+		case "kernel.domainname":
+			err = unix.Setdomainname([]byte(v))
+		default:
+			err = os.WriteFile("/proc/sys/"+strings.ReplaceAll(k, ".", "/"), []byte(v), 0)
+		}
+		if err != nil {
+			return &nsexec.SetupError{Step: "set-sysctl", Msg: fmt.Sprintf("sysctl %s=%s (a namespace joined by path): %v", k, v, err)}
+		}
+	}
+	return nil
 }
 
 // processSpec is what the container's init and an exec'd command share:

@@ -95,16 +95,6 @@ func TestProcessRefusals(t *testing.T) {
 		{"user by path", func(s *specs.Spec) {
 			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace, Path: "/proc/1/ns/user"})
 		}, "linux.namespaces[5].path", "ward makes the container's user namespace itself"},
-		{"hostname in a joined UTS namespace", func(s *specs.Spec) { joinNS(s, specs.UTSNamespace, "/run/pod/uts") },
-			"hostname", "joined by path (/run/pod/uts)"},
-		{"sysctl of a joined network namespace", func(s *specs.Spec) {
-			joinNS(s, specs.NetworkNamespace, "/run/netns/pod")
-			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1"}
-		}, "linux.sysctl.net.ipv4.ip_forward", "joined by path (/run/netns/pod)"},
-		{"domainname in a joined UTS namespace", func(s *specs.Spec) {
-			joinNS(s, specs.UTSNamespace, "/run/pod/uts")
-			s.Hostname, s.Domainname = "", "example.org"
-		}, "domainname", "joined by path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,5 +148,27 @@ func TestNewLaunchJoins(t *testing.T) {
 	}
 	if l.Spec.LoopbackUp || !l.Spec.KeepCgroupNS || l.ipcPath != "/proc/7/ns/ipc" {
 		t.Errorf("loopback %v, keep cgroupns %v, ipc %q", l.Spec.LoopbackUp, l.Spec.KeepCgroupNS, l.ipcPath)
+	}
+	if l.Opt.OnJoined != nil {
+		t.Error("nothing to change in the joined namespaces, yet OnJoined is set")
+	}
+}
+
+// TestSplitSysctls: the sysctls of namespaces joined by path (and the
+// hostname of a joined UTS namespace) are ward-oci's to write, the rest
+// the init's.
+func TestSplitSysctls(t *testing.T) {
+	s := readTestSpec(t, "runc-spec.json")
+	s.Process.Terminal = false
+	joinNS(s, specs.NetworkNamespace, "/run/netns/pod")
+	s.Domainname = "example.org"
+	s.Linux.Sysctl = map[string]string{"net.ipv4.ip_forward": "1", "kernel.shmmni": "100"}
+	c, err := Spec(s, SpecOptions{ID: "c1", Bundle: bundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, joined := c.splitSysctls()
+	if !reflect.DeepEqual(own, []string{"kernel.domainname=example.org", "kernel.shmmni=100"}) || !reflect.DeepEqual(joined, []string{"net.ipv4.ip_forward=1"}) {
+		t.Errorf("own %q, joined %q", own, joined)
 	}
 }
