@@ -2,6 +2,7 @@
 # The OCI runtime-tools validation suite against one runtime binary.
 #
 #   integration/oci/validation.sh RUNTIME [OUT]
+#   ONLY="hooks prestart" integration/oci/validation.sh RUNTIME [OUT]
 #
 # RUNTIME is an OCI runtime with runc's command line (bin/ward-oci, or
 # /usr/sbin/runc to compare). The suite is built from the Go module proxy at a
@@ -86,6 +87,10 @@ chmod -R u+w "$work/rt"
 (cd "$work/rt" && GOFLAGS=-mod=mod make -s runtimetest validation-executables >"$work/build.log" 2>&1) ||
 	{ cat "$work/build.log" >&2; exit 1; }
 programs=$(cd "$work/rt" && make -s print-validation-tests)
+if [ -n "${ONLY:-}" ]; then
+	# ONLY="NAME ...": only those programs (hooks, prestart, ...).
+	programs=$(for p in $programs; do for o in $ONLY; do [ "$(basename "$p" .t)" = "$o" ] && echo "$p"; done; done)
+fi
 echo "   built in $(( $(date +%s) - start )) s: $(echo $programs | wc -w) programs"
 
 # RUNTIME with a state root of this run's own.
