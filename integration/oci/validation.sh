@@ -89,7 +89,7 @@ chmod -R u+w "$work/rt"
 programs=$(cd "$work/rt" && make -s print-validation-tests)
 if [ -n "${ONLY:-}" ]; then
 	# ONLY="NAME ...": only those programs (hooks, prestart, ...).
-	programs=$(for p in $programs; do for o in $ONLY; do [ "$(basename "$p" .t)" = "$o" ] && echo "$p"; done; done)
+	programs=$(for p in $programs; do for o in $ONLY; do if [ "$(basename "$p" .t)" = "$o" ]; then echo "$p"; fi; done; done)
 fi
 echo "   built in $(( $(date +%s) - start )) s: $(echo $programs | wc -w) programs"
 
