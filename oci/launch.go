@@ -36,7 +36,6 @@ func lifecycleUnsupported(c *Container) error {
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
 		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
-		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
