@@ -73,6 +73,11 @@ type Options struct {
 	// the caller, before the clone: what the init, in ward's user
 	// namespace, may not change in them (their sysctls, the hostname).
 	OnJoined func() error
+	// Hooks (OCI, Create), when set, runs the prestart and createRuntime
+	// hooks once the container's namespaces exist and its root is built,
+	// before the host's root is detached; pid is the init's. Its error
+	// ends the create.
+	Hooks func(pid int) error
 }
 
 // JoinNS is a namespace to join: its path and CLONE_NEW* type.
