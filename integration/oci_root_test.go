@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,27 +12,6 @@ import (
 // (docs/oci.md, "The lifecycle"), writable by the container's root through
 // an idmapped mount, and what config.json adds to it.
 
-// edit changes the config.json that config wrote.
-func (e *ociEnv) edit(change func(c map[string]any)) {
-	e.t.Helper()
-	path := filepath.Join(e.bundle, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		e.t.Fatal(err)
-	}
-	change(c)
-	if b, err = json.Marshal(c); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // links adds busybox applets to the rootfs.
 func (e *ociEnv) links(names ...string) {
 	e.t.Helper()
@@ -44,9 +22,10 @@ func (e *ociEnv) links(names ...string) {
 	}
 }
 
-// runOut runs container id in the foreground (ward-oci run, after the
-// global flags given) and returns its exit status and output.
-func (e *ociEnv) runOut(id string, global ...string) (int, string) {
+// runCode runs container id in the foreground (ward-oci run, after the
+// global flags given) and returns its exit status and output (stdout and
+// stderr, and ward-oci's).
+func (e *ociEnv) runCode(id string, global ...string) (int, string) {
 	e.t.Helper()
 	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
 	if err != nil {
@@ -73,7 +52,7 @@ func TestOCIRootfsIsWritable(t *testing.T) {
 		c["linux"].(map[string]any)["rootfsPropagation"] = "shared"
 	})
 	logFile := filepath.Join(t.TempDir(), "log")
-	code, out := e.runOut("r1", "--debug", "--log", logFile)
+	code, out := e.runCode("r1", "--debug", "--log", logFile)
 	log, _ := os.ReadFile(logFile)
 	if i := strings.Index(string(log), "the rootfs is not idmapped"); i >= 0 {
 		// The documented fallback: the rootfs bound as it is, host
@@ -110,7 +89,7 @@ func TestOCIRootfsReadonly(t *testing.T) {
 	e.links("touch")
 	e.config("r2", "sh", "-c", "touch /made; touch /etc/made; touch /dev/made && echo dev ok")
 	e.edit(func(c map[string]any) { c["root"].(map[string]any)["readonly"] = true })
-	code, out := e.runOut("r2")
+	code, out := e.runCode("r2")
 	if code != 0 || strings.Count(out, "Read-only file system") != 2 || !strings.Contains(out, "dev ok") {
 		t.Errorf("exit %d, output %q; want two writes refused (read-only) and /dev writable", code, out)
 	}
@@ -132,7 +111,7 @@ func TestOCIDevices(t *testing.T) {
 	e.edit(func(c map[string]any) {
 		c["linux"].(map[string]any)["devices"] = []any{map[string]any{"path": "/dev/extra/null1", "type": "c", "major": 1, "minor": 3}}
 	})
-	if code, out := e.runOut("d1"); code != 0 || out != "character special file 1:3\nwrote\n" {
+	if code, out := e.runCode("d1"); code != 0 || out != "character special file 1:3\nwrote\n" {
 		t.Errorf("exit %d, output %q; want the null device at /dev/extra/null1, writable", code, out)
 	}
 	e.edit(func(c map[string]any) {
@@ -157,7 +136,7 @@ func TestOCICgroupMount(t *testing.T) {
 		c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
 			"options": []any{"nosuid", "noexec", "nodev", "relatime", "ro"}})
 	})
-	code, out := e.runOut("g1")
+	code, out := e.runCode("g1")
 	lines := strings.Fields(out)
 	init := false
 	for _, l := range lines {
@@ -182,7 +161,7 @@ func TestOCITmpCopyUp(t *testing.T) {
 		c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/etc", "type": "tmpfs", "source": "tmpfs",
 			"options": []any{"tmpcopyup", "mode=755"}})
 	})
-	if code, out := e.runOut("u1"); code != 0 || out != "from the image\nchanged\n1\n" {
+	if code, out := e.runCode("u1"); code != 0 || out != "from the image\nchanged\n1\n" {
 		t.Errorf("exit %d, output %q; want the image's file, then the change, in a tmpfs at /etc", code, out)
 	}
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "from the image\n" {

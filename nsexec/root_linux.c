@@ -13,8 +13,13 @@
 // plan's operations, hide the overlays' layers, clone an unprivileged
 // caller's sources, detach the host's root, attach the user's mounts, mask
 // what the deny patterns match, seal the root (or give it to the sandbox
-// user with --overlay), build the Landlock ruleset. Each returns 0 or a
-// positive errno with out->what and out->path saying what failed where.
+// user with --overlay), build the Landlock ruleset. An OCI container's
+// root (a rootfs in the plan) is the rootfs itself: enter-rootfs attaches
+// it and chroots into it, build-root builds the plan there,
+// leave-rootfs-chroot goes back, pivot-into-rootfs (in place of
+// detach-host-root) pivots into it, seal-rootfs makes it read-only. Each
+// returns 0 or a positive errno with out->what and out->path saying what
+// failed where.
 //
 // Every bind ends with mount_setattr (which, unlike MS_REMOUNT, reaches
 // submounts and keeps the flags the kernel locked on the host's mounts),
@@ -543,7 +548,7 @@ static int enter_new_root(const struct ward_root *r, struct ward_root_out *out) 
 // WARD_ROOTFS_DIR in the root tmpfs and chroots into it: the plan's paths,
 // and the rootfs's own absolute symlinks, resolve within it. The root
 // tmpfs, the host's root beneath it, stays open as out->stage_fd for
-// bind_host until pivot-into-rootfs. Nothing is made in the rootfs here.
+// bind_host until leave-rootfs-chroot. Nothing is made in the rootfs here.
 static int enter_rootfs(const struct ward_root *r, struct ward_root_out *out) {
 	if (mkdir(WARD_ROOTFS_DIR, 0755) < 0) return FAIL("mkdir", WARD_ROOTFS_DIR);
 	if (syscall(SYS_move_mount, r->rootfs_fd, "", AT_FDCWD, WARD_ROOTFS_DIR, MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -556,15 +561,24 @@ static int enter_rootfs(const struct ward_root *r, struct ward_root_out *out) {
 	return 0;
 }
 
-// pivot-into-rootfs makes the rootfs the root, as runc does: back in the
-// root tmpfs, pivot_root(".", ".") from the rootfs puts the root tmpfs on
-// top of it, and a lazy unmount of that detaches the root tmpfs with the
-// host's root beneath it, all at once. Then / gets the plan's propagation.
-static int pivot_into_rootfs(const struct ward_root *r, struct ward_root_out *out) {
-	int e = fchdir(out->stage_fd) < 0 || chroot(".") < 0 ? errno : 0;
+// leave-rootfs-chroot, once the plan is built, goes back to the root
+// tmpfs as root, the working directory the rootfs: what runs until the
+// pivot (the createContainer hooks) finds the host's root at
+// WARD_OLD_ROOT and the container's root at ".", as with a tmpfs root.
+static int leave_rootfs_chroot(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	if (fchdir(out->stage_fd) < 0 || chroot(".") < 0) return FAIL("chroot back", "/");
 	close(out->stage_fd);
 	out->stage_fd = -1;
-	if (e) return ward_root_fail(out, "chroot back", "/", e);
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	return 0;
+}
+
+// pivot-into-rootfs makes the rootfs the root, as runc does: from the
+// rootfs, pivot_root(".", ".") puts the root tmpfs on top of it, and a
+// lazy unmount of that detaches the root tmpfs with the host's root
+// beneath it, all at once. Then / gets the plan's propagation.
+static int pivot_into_rootfs(const struct ward_root *r, struct ward_root_out *out) {
 	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
 	if (syscall(SYS_pivot_root, ".", ".") < 0) return FAIL("pivot_root", WARD_ROOTFS_DIR);
 	if (umount2(".", MNT_DETACH) < 0) return FAIL("umount the old root", "/");
@@ -711,6 +725,7 @@ const struct ward_root_step ward_root_steps[] = {
 	// An OCI container's root is its rootfs, built in place.
 	{"enter-rootfs", is_rootfs, enter_rootfs},
 	{"build-root", NULL, build_root},
+	{"leave-rootfs-chroot", is_rootfs, leave_rootfs_chroot},
 	{"hide-overlay-layers", is_overlay, hide_overlay_layers},
 	// An unprivileged caller passes its sources themselves: they are
 	// cloned here, while the host's root is still reachable.

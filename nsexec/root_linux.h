@@ -149,7 +149,7 @@ struct ward_root_out {
 	int upper_fd;            // hide-overlay-layers with --overlay-keep: the upper layers' dir (-1: none)
 	int landlock_fd;         // build-landlock: the ruleset (-1: none)
 	int landlock_abi;        // its ABI (0: none)
-	int stage_fd;            // between enter-rootfs and pivot-into-rootfs: the root tmpfs, where the host's root stays (-1: none)
+	int stage_fd;            // between enter-rootfs and leave-rootfs-chroot: the root tmpfs, where the host's root stays (-1: none)
 	char landlock_note[256]; // why there is none, when there is none
 	// On failure: the operation ("mount", "mkdir", "pivot_root", ...) with
 	// what else it named (a bind's source: "bind /.oldroot/usr").
