@@ -136,6 +136,9 @@ echo "== where the time goes: setup_ms of 20 runs, and one verbose run for the s
 for i in $(seq 20); do "$WARD" run --json -- /bin/true >>"$OUT/steps.json"; done
 "$WARD" run --sandbox-log=verbose -- /bin/true 2>"$OUT/steps.txt"
 
+echo "== ward-oci: ctr run through containerd, the OCI validation suite"
+OUT=$OUT BENCH_RUNS=$RUNS bash bench/oci.sh
+
 # The figures measured outside the files above, kept so that the report
 # can be written again: python3 bench/report.py $(cat bench/out/figures).
 echo "$OUT $TP_WARD $TP_BWRAP $RSS_ONE $CLI_PER $LIB_PER $WARM $TP_ROOT_SETPRIV $TP_ROOTLESS" > "$OUT/figures"
