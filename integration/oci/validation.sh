@@ -77,14 +77,17 @@ runtime=""
 tidy() {
 	if [ -n "$runtime" ] && [ -d "$state" ]; then
 		for id in $(ls "$state"); do
-			"$runtime" --root "$state" delete --force "$id" >/dev/null 2>&1
+			"$runtime" --root "$state" delete --force "$id" >/dev/null 2>&1 || true
 		done
 	fi
 	rm -rf "$state" "$work/tmp" "$work/tap"
 	for d in $(cgroup_dirs); do
-		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
-		[ -d "$d" ] && echo "$0: could not remove cgroup $d" >&2
+		if [ -d "$d" ]; then
+			find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+			if [ -d "$d" ]; then echo "$0: could not remove cgroup $d" >&2; fi
+		fi
 	done
+	return 0
 }
 cleanup() {
 	set +e
