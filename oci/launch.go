@@ -42,7 +42,6 @@ func lifecycleUnsupported(c *Container) error {
 		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
 		{"hooks", hooks > 0, "hooks are not run yet"},
-		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {

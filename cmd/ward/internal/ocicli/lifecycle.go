@@ -17,8 +17,6 @@ import (
 // read and checked (and config.json with them), then this.
 var ErrNotImplemented = errors.New("not implemented yet: ward-oci does not run containers yet (docs/oci.md)")
 
-func notImplemented(cmd string) error { return fmt.Errorf("%s: %w", cmd, ErrNotImplemented) }
-
 // createFlags are create's (and run's) flags.
 type createFlags struct {
 	bundle        string
