@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/out}
 RUNS=${BENCH_RUNS:-60}
-WARD_OCI=$PWD/bin/ward-oci
+WARD_OCI=${WARD_OCI:-$PWD/bin/ward-oci}
 RUNC=$(command -v runc)
 mkdir -p "$OUT"
 for tool in containerd ctr unshare nsenter hyperfine; do
