@@ -37,7 +37,7 @@ cleanup() {
 			[ "$(readlink "$p"/ns/mnt 2>/dev/null)" = "$ns" ] && kill -9 "${p#/proc/}" 2>/dev/null
 		done
 	fi
-	wait 2>/dev/null
+	{ wait; } 2>/dev/null # no "Killed" job notices
 	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
 		[ -d "$h$CG" ] || continue
 		for p in $(find "$h$CG" -name cgroup.procs -exec cat {} +); do kill -9 "$p" 2>/dev/null; done
