@@ -352,6 +352,7 @@ print("""- The result before the teardown: the report, `--json` and `--meta` (an
 
 # ward-oci through containerd and the OCI validation suite (bench/oci.sh).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no bench/__pycache__ entry for it
 from report_oci import section as oci_section  # noqa: E402
 oci = oci_section(out)
 if oci:
