@@ -24,10 +24,8 @@ import (
 // podmanPending: what ward-oci refuses today in podman's config.json, and
 // which branch sets it up. Remove an entry when its branch is merged.
 var podmanPending = map[string]string{
-	"linux.sysctl":    "podman's net.ipv4.ping_group_range (branch oci-proc, not merged yet)",
-	"process.rlimits": "RLIMIT_NPROC (branch oci-proc, not merged yet)",
-	"propagation":     "the rprivate option of podman's bind mounts (branch oci-rootfs, not merged yet)",
-	"cgroup":          "the cgroup mount at /sys/fs/cgroup (branch oci-rootfs, not merged yet)",
+	"propagation": "the rprivate option of podman's bind mounts (branch oci-rootfs, not merged yet)",
+	"cgroup":      "the cgroup mount at /sys/fs/cgroup (branch oci-rootfs, not merged yet)",
 }
 
 // podmanEnv is one test's podman.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -42,13 +43,14 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 	defer report.Close()
 	files := Files{list: append([]*os.File{}, opt.Files...)}
 	spec.OCI, spec.StartFD, spec.ReportFD = true, files.Add(start), files.Add(theirs)
+	spec.RuntimeHooks = opt.Hooks != nil
 	opt.Files, opt.OCI, opt.Session = files.List(), true, false
 	sb, err := Start(spec, stdio, opt)
 	theirs.Close()
 	if err != nil {
 		return 0, err
 	}
-	if err := sb.waitCreated(report); err != nil {
+	if err := sb.waitCreated(report, opt.Hooks); err != nil {
 		sb.Kill()
 		_ = sb.cmd.Wait()
 		sb.conn.Close()
@@ -63,8 +65,9 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 }
 
 // waitCreated reads the init's messages until "ready" (or its error),
-// then the report socket of the program's steps until "waiting".
-func (sb *Sandbox) waitCreated(report *os.File) error {
+// running the runtime's hooks when the init says "hooks" (init_linux.c's
+// table), then the report socket of the program's steps until "waiting".
+func (sb *Sandbox) waitCreated(report *os.File, hooks func(pid int) error) error {
 	ready := false
 	for m := range sb.msgs {
 		switch m.Type {
@@ -72,6 +75,16 @@ func (sb *Sandbox) waitCreated(report *os.File) error {
 			ready = true
 		case MsgError:
 			return m.setupError()
+		case MsgHooks:
+			if hooks == nil {
+				return &SetupError{Step: "runtime-hooks", Msg: "the init waits for hooks nobody runs"}
+			}
+			if err := hooks(sb.cmd.Process.Pid); err != nil {
+				return err
+			}
+			if _, err := sb.conn.Write([]byte{1}); err != nil {
+				return &SetupError{Step: "runtime-hooks", Errno: errno(err), Msg: "tell the init to go on: " + err.Error()}
+			}
 		}
 		if ready {
 			break
@@ -199,4 +212,52 @@ func readJoinReports(sock *os.File, spec *Spec) error {
 			return &ExecError{Path: spec.Args[0], Errno: syscall.Errno(r.err)}
 		}
 	}
+}
+
+// MqueueIn mounts a new mqueue file system of the IPC namespace at ipcPath
+// (an OCI container's, joined by path: a pod's) and returns it detached
+// (fsmount: in no mount namespace), for the init to attach by fd. The
+// init, root of ward's user namespace only, may not mount one for an IPC
+// namespace host root owns; the caller may. An mqueue file system shows
+// the IPC namespace of whoever mounts it, so a thread joins it first; that
+// thread then ends with its goroutine, never going back to the runtime.
+func MqueueIn(ipcPath string) (*os.File, error) {
+	ns, err := os.Open(ipcPath)
+	if err != nil {
+		return nil, &SetupError{Step: "mount-mqueue", Path: ipcPath, Errno: errno(err), Msg: err.Error()}
+	}
+	defer ns.Close()
+	type result struct {
+		f   *os.File
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends in that namespace
+		fail := func(what string, err error) {
+			c <- result{err: &SetupError{Step: "mount-mqueue", Path: ipcPath, Errno: errno(err), Msg: fmt.Sprintf("%s (IPC namespace %s): %v", what, ipcPath, err)}}
+		}
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWIPC); err != nil {
+			fail("setns", err)
+			return
+		}
+		fsfd, err := unix.Fsopen("mqueue", unix.FSOPEN_CLOEXEC)
+		if err != nil {
+			fail("fsopen mqueue", err)
+			return
+		}
+		defer unix.Close(fsfd)
+		if err := unix.FsconfigCreate(fsfd); err != nil {
+			fail("fsconfig create", err)
+			return
+		}
+		m, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		if err != nil {
+			fail("fsmount", err)
+			return
+		}
+		c <- result{f: os.NewFile(uintptr(m), "mqueue:"+ipcPath)}
+	}()
+	r := <-c
+	return r.f, r.err
 }

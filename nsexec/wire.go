@@ -63,6 +63,9 @@ const (
 	MsgExecError = "exec_error"
 	MsgStarted   = "started"
 	MsgExit      = "exit"
+	// MsgHooks (an OCI container with prestart or createRuntime hooks):
+	// the init waits for one byte on fd 3 while the parent runs them.
+	MsgHooks = "hooks"
 )
 
 // Spec is everything the init needs, fully resolved by the parent, which
@@ -118,8 +121,11 @@ type Spec struct {
 	// NestUserns puts the program in a user namespace of its own (same
 	// single mapping), so that RLIMIT_NPROC counts its processes only, not
 	// the init's threads of the same uid.
-	NestUserns bool   `json:"nest_userns,omitempty"`
-	NProc      uint64 `json:"nproc,omitempty"`
+	NestUserns bool `json:"nest_userns,omitempty"`
+	// KeepCgroupNS (OCI): the container joined a cgroup namespace by
+	// path; the program's process makes none of its own.
+	KeepCgroupNS bool   `json:"keep_cgroupns,omitempty"`
+	NProc        uint64 `json:"nproc,omitempty"`
 	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
 	// cgroup holds the sandbox's (--limits=best-effort).
 	DataBytes uint64 `json:"data,omitempty"`
@@ -138,9 +144,21 @@ type Spec struct {
 	// Caps (OCI) are config.json's capability sets, kept where ward's
 	// program keeps none: bounding, effective, permitted, inheritable,
 	// ambient (bit N: capability N). nil: none at all, ward's rule.
-	Caps     *[5]uint64 `json:"caps,omitempty"`
-	StartFD  int        `json:"start_fd,omitempty"`
-	ReportFD int        `json:"report_fd,omitempty"`
+	Caps *[5]uint64 `json:"caps,omitempty"`
+	// OCIProc (OCI) is the rest of config.json's process (and sysctls)
+	// where ward's own program has its own rules; nil: ward's.
+	OCIProc  *OCIProc `json:"oci_proc,omitempty"`
+	StartFD  int      `json:"start_fd,omitempty"`
+	ReportFD int      `json:"report_fd,omitempty"`
+	// OCI hooks the container runs itself (hooks_linux.c): CreateHooks
+	// (createContainer) by the init before the host's root is detached,
+	// StartHooks (startContainer) by the container's process once start
+	// opened the exec fifo. HookState is the state JSON on their stdin.
+	// RuntimeHooks: the init stops before the host's root is detached
+	// while the parent runs prestart and createRuntime (Options.Hooks).
+	CreateHooks, StartHooks []Hook `json:"-"`
+	HookState               []byte `json:"-"`
+	RuntimeHooks            bool   `json:"-"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.
@@ -157,6 +175,41 @@ type Spec struct {
 	// the ruleset once the root is complete and every program's process
 	// enforces it after no_new_privs.
 	Landlock *fs.Landlock `json:"landlock,omitempty"`
+}
+
+// OCIProc is what an OCI container's process (or an exec'd command's)
+// takes from config.json on top of ward's steps (spawn_linux.c).
+type OCIProc struct {
+	// NoNewPrivs is process.noNewPrivileges: false leaves no_new_privs
+	// unset (the seccomp filters then load before the capabilities go).
+	NoNewPrivs bool `json:"nnp"`
+	// Groups are exactly the supplementary groups (additionalGids).
+	Groups []uint32 `json:"groups,omitempty"`
+	// Umask is the umask (0022 when config.json gives none, as runc).
+	Umask uint32 `json:"umask"`
+	// OOMScoreAdj, when set, is written before the privileges go.
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
+	// Rlimits are set after ward's own, in order.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Sysctl are "key=value", written in order by the container's init
+	// before it builds the root (not for an exec'd command).
+	Sysctl []string `json:"sysctl,omitempty"`
+}
+
+// Rlimit is one resource limit: an RLIMIT_* number, soft and hard.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
+}
+
+// Hook is an OCI hook (runtime-spec's): its absolute path, its argv
+// (Args[0] first; none: the path), only its Env, killed after Timeout
+// seconds (0: never).
+type Hook struct {
+	Path      string
+	Args, Env []string
+	Timeout   int
 }
 
 // Exit is how the program ended, with the resource use of every process

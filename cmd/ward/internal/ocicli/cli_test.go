@@ -384,9 +384,12 @@ func bundle(t *testing.T, edit func(s *specs.Spec)) string {
 func TestLifecycleFlags(t *testing.T) {
 	root := t.TempDir()
 	tty := bundle(t, func(s *specs.Spec) {})
-	// A domain name, which the lifecycle does not set up yet, keeps create
-	// from making anything here.
-	plain := bundle(t, func(s *specs.Spec) { s.Process.Terminal = false; s.Domainname = "example" })
+	// A time namespace, which the lifecycle does not set up yet, keeps
+	// create from making anything here.
+	plain := bundle(t, func(s *specs.Spec) {
+		s.Process.Terminal = false
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+	})
 	bad := bundle(t, func(s *specs.Spec) { s.Process.ApparmorProfile = "x" })
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	proc := filepath.Join(t.TempDir(), "process.json")
@@ -398,7 +401,7 @@ func TestLifecycleFlags(t *testing.T) {
 	addContainer(t, root, "running", cmd.Process.Pid)
 	addContainer(t, root, "stopped", 0)
 	// create and run check config.json whole before they make anything.
-	caps, term := "domainname: not supported by ward", "process.terminal: not supported by ward"
+	caps, term := "].type: not supported by ward (a time namespace", "process.terminal: not supported by ward"
 	for _, tt := range []struct {
 		args []string
 		msg  string

@@ -37,10 +37,17 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err := e.store.Create(st); err != nil {
 		return nil, err
 	}
+	hookErr := false
 	defer func() {
 		if err != nil {
+			state := e.store.SpecState(st)
 			st.InitPid = 0
 			_ = e.store.Delete(st, true)
+			if hookFailed(err, hookErr) {
+				// runtime-spec: a failed create hook stops the
+				// container, then the lifecycle goes on at delete.
+				e.poststop(st, state)
+			}
 		}
 	}()
 	uid, gid := c.RootOnHost()
@@ -85,6 +92,7 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		}
 	}()
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
+	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
 	pid, err := nsexec.Create(launch.Spec, fifo, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, launch.Opt)
 	if err != nil {
 		return nil, err
@@ -131,9 +139,10 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 		return err
 	}
 	if err := e.store.ReleaseExecFifo(st); err != nil {
-		_ = e.store.Delete(st, true)
+		_ = e.deleteContainer(st, true)
 		return err
 	}
+	e.poststart(st)
 	if f.detach {
 		// As create: the process re-parents to the caller's subreaper.
 		return nil
@@ -146,7 +155,7 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 		}
 	}
 	if !f.keep {
-		if derr := e.store.Delete(st, true); derr != nil && err == nil {
+		if derr := e.deleteContainer(st, true); derr != nil && err == nil {
 			err = derr
 		}
 	}

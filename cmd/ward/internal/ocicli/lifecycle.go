@@ -152,7 +152,14 @@ func (e *env) startCmd() *cobra.Command {
 			case oci.Running, oci.Paused:
 				return errors.New("cannot start an already running container")
 			}
-			return e.store.ReleaseExecFifo(st)
+			if err := e.store.ReleaseExecFifo(st); err != nil {
+				if h := hooksOf(st); h != nil && len(h.StartContainer) > 0 {
+					err = fmt.Errorf("%w (if a startContainer hook failed, its error is on the container's stderr)", err)
+				}
+				return err
+			}
+			e.poststart(st)
+			return nil
 		},
 	}
 }
