@@ -23,10 +23,7 @@ import (
 
 // podmanPending: what ward-oci refuses today in podman's config.json, and
 // which branch sets it up. Remove an entry when its branch is merged.
-var podmanPending = map[string]string{
-	"propagation": "the rprivate option of podman's bind mounts (branch oci-rootfs, not merged yet)",
-	"cgroup":      "the cgroup mount at /sys/fs/cgroup (branch oci-rootfs, not merged yet)",
-}
+var podmanPending = map[string]string{}
 
 // podmanEnv is one test's podman.
 type podmanEnv struct {
