@@ -101,9 +101,8 @@ func TestOCIRootfsReadonly(t *testing.T) {
 }
 
 // TestOCIDevices: a device of linux.devices is there, at its path, the
-// host's node of its type and numbers (c 1:3, the null device), usable
-// through the device cgroup; one no host node has is refused by create,
-// naming it.
+// node of its type and numbers (c 1:3, the null device), usable through
+// the device cgroup (devices no host node has: TestOCIDevicesMade).
 func TestOCIDevices(t *testing.T) {
 	e := newOCIEnv(t)
 	e.links("stat")
@@ -113,13 +112,6 @@ func TestOCIDevices(t *testing.T) {
 	})
 	if code, out := e.runCode("d1"); code != 0 || out != "character special file 1:3\nwrote\n" {
 		t.Errorf("exit %d, output %q; want the null device at /dev/extra/null1, writable", code, out)
-	}
-	e.edit(func(c map[string]any) {
-		c["linux"].(map[string]any)["devices"] = []any{map[string]any{"path": "/dev/none", "type": "c", "major": 4095, "minor": 1048575}}
-	})
-	if r := e.run(nil, "create", "--bundle", e.bundle, "d2"); r.code == 0 || !strings.Contains(r.stderr, "linux.devices[0]") ||
-		!strings.Contains(r.stderr, "/dev/none") {
-		t.Errorf("create with a device no host node has: %+v, want an error naming linux.devices[0] /dev/none", r)
 	}
 }
 

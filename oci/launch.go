@@ -3,6 +3,7 @@ package oci
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,6 +29,10 @@ type Launch struct {
 	// ipcPath is the IPC namespace joined by path ("": a new one or
 	// none): its mqueue mounts are made on the host (AttachSources).
 	ipcPath string
+	// devices are linux.devices (MakeDevices); staged the nodes made
+	// for them, whose clones get device access (AttachSources).
+	devices []Device
+	staged  []string
 }
 
 // lifecycleUnsupported is the first field of c that the lifecycle does not
@@ -93,8 +98,12 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		}
 	}
 	for _, d := range c.Devices {
-		// linux.devices are allowed too, as runc allows them.
+		// linux.devices are allowed too, as runc allows them (a fifo
+		// is no device).
 		t := d.Type
+		if t == 'p' {
+			continue
+		}
 		if t == 'u' {
 			t = 'c'
 		}
@@ -128,7 +137,7 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 	if len(joined) > 0 {
 		opt.OnJoined = func() error { return writeSysctls(joined) }
 	}
-	l := &Launch{Spec: spec, Opt: opt}
+	l := &Launch{Spec: spec, Opt: opt, devices: c.Devices}
 	l.uidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: nsexec.HostUIDBase, Size: nsexec.IDRange}}
 	l.gidMap = l.uidMap
 	if len(c.UIDMappings) > 0 {
@@ -185,6 +194,14 @@ func (l *Launch) AttachSources(files *nsexec.Files) (trees []*os.File, err error
 			return trees, fmt.Errorf("clone the bind source %s: %w", op.Src, err)
 		}
 		trees = append(trees, t)
+		if slices.Contains(l.staged, op.Src) {
+			// A node MakeDevices made: usable even where the state's
+			// file system is nodev (the init only sets attributes).
+			attr := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_NODEV}
+			if err := unix.MountSetattr(int(t.Fd()), "", unix.AT_EMPTY_PATH, attr); err != nil {
+				return trees, fmt.Errorf("device access on %s: %w", op.Src, err)
+			}
+		}
 		op.SrcFD = files.Add(t)
 	}
 	return trees, nil

@@ -1,10 +1,12 @@
 package oci
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -51,12 +53,9 @@ func Plan(c *Container) (*fs.Plan, error) {
 			fs.Op{Kind: fs.KindSymlink, Dst: "/dev/stdout", Link: "/proc/self/fd/1"},
 			fs.Op{Kind: fs.KindSymlink, Dst: "/dev/stderr", Link: "/proc/self/fd/2"})
 	}
-	for i, d := range c.Devices {
-		op, err := deviceOp(d, fmt.Sprintf("linux.devices[%d]", i))
-		if err != nil {
-			return nil, err
-		}
-		p.Ops = append(p.Ops, op)
+	for _, d := range c.Devices {
+		// Made on the host at create (Launch.MakeDevices), bound here.
+		p.Ops = append(p.Ops, fs.Op{Kind: kindDevice, Dst: d.Path})
 	}
 	for _, m := range c.MaskedPaths {
 		p.Ops = append(p.Ops, fs.Op{Kind: fs.KindMask, Dst: m})
@@ -178,23 +177,78 @@ func (l *Launch) CgroupMounts(s *Store, cg string) error {
 	return nil
 }
 
-// hostDev is where deviceOp looks for host nodes (a test's own directory).
+// hostDev is where MakeDevices looks for host nodes (a test's own directory).
 var hostDev = "/dev"
 
-// deviceOp is one of linux.devices: in a user namespace the kernel refuses
-// mknod, so the host's node of the same type and numbers is bound at the
-// path, as runc does for a rootless container. The node keeps the host
-// node's mode and owner (changing them would change the host's).
-func deviceOp(d Device, field string) (fs.Op, error) {
-	if d.Type == 'p' {
-		return fs.Op{}, unsupported(field+".type", "a fifo is not made yet")
+// kindDevice is a device of linux.devices in a Plan until
+// Launch.MakeDevices makes it a bind of a node made for it.
+const kindDevice fs.Kind = "oci-device"
+
+// DevicesDir is where MakeDevices makes the nodes of linux.devices, in the
+// container's state directory.
+const DevicesDir = "dev"
+
+// MakeDevices makes each device of linux.devices in dir (a directory of
+// the container's state, made here 0700: no host user reaches the nodes
+// by path), with its type and numbers, fileMode, and uid and gid as the
+// container's user namespace maps them to the host, and makes its plan
+// operation a bind of that node: the kernel refuses mknod in a user
+// namespace, but create, as host root, may make one on the host. The init
+// binds it as every bind, in the container's mount namespace. A caller
+// that may not make a device node (a rootless one) gets, for a c, b or u
+// device, the host's node of the same type and numbers bound instead
+// (its mode and owner the host's), as runc does rootless.
+func (l *Launch) MakeDevices(dir string) error {
+	i := 0
+	for k := range l.Spec.Plan.Ops {
+		op := &l.Spec.Plan.Ops[k]
+		if op.Kind != kindDevice {
+			continue
+		}
+		d, field := l.devices[i], fmt.Sprintf("linux.devices[%d]", i)
+		if i == 0 {
+			if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("%s: %w", field, err)
+			}
+		}
+		i++
+		src, err := makeDevice(d, filepath.Join(dir, fmt.Sprint(i-1)), l.uidMap, l.gidMap)
+		if errors.Is(err, unix.EPERM) && d.Type != 'p' {
+			var ok bool
+			if src, ok = hostDevice(d); !ok {
+				return invalid(field, "%s (%c %d:%d): no node of the host's /dev has that type and numbers, "+
+					"and this caller may not make one (%v)", d.Path, d.Type, d.Major, d.Minor, err)
+			}
+		} else if err != nil {
+			return invalid(field, "%s: %v", d.Path, err)
+		} else {
+			l.staged = append(l.staged, src)
+		}
+		*op = fs.Op{Kind: fs.KindBind, Src: src, Dst: d.Path, RW: true, Dev: true}
 	}
-	src, ok := hostDevice(d)
-	if !ok {
-		return fs.Op{}, invalid(field, "%s (%c %d:%d): no node of the host's /dev has that type and numbers, "+
-			"and a user namespace may not make one", d.Path, d.Type, d.Major, d.Minor)
+	return nil
+}
+
+// makeDevice makes d's node at path: its type and numbers, its mode
+// exactly (not masked by the umask), owned by the host ids its uid and
+// gid map to.
+func makeDevice(d Device, path string, uids, gids []syscall.SysProcIDMap) (string, error) {
+	uid, gid := hostIDOf(uids, int(d.UID)), hostIDOf(gids, int(d.GID))
+	if uid == ^uint32(0) || gid == ^uint32(0) {
+		return "", fmt.Errorf("uid %d, gid %d: not mapped in the container's user namespace", d.UID, d.GID)
 	}
-	return fs.Op{Kind: fs.KindBind, Src: src, Dst: d.Path, RW: true, Dev: true}, nil
+	mode := map[byte]uint32{'c': unix.S_IFCHR, 'u': unix.S_IFCHR, 'b': unix.S_IFBLK, 'p': unix.S_IFIFO}[d.Type]
+	if err := unix.Mknod(path, mode|0o600, int(unix.Mkdev(uint32(d.Major), uint32(d.Minor)))); err != nil {
+		return "", err
+	}
+	if err := os.Chown(path, int(uid), int(gid)); err != nil {
+		return "", err
+	}
+	// After the chown, which clears setuid and setgid bits.
+	if err := os.Chmod(path, d.Mode); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // hostDevice finds the host's node for d: hostDev/<d's name> first, then

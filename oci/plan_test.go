@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -72,43 +73,50 @@ func TestPlanMountOptions(t *testing.T) {
 	}
 }
 
-// TestPlanDevices: a device of linux.devices is the host's node of the
-// same type and numbers, bound with device access; one the host has no
-// node for, and a fifo, are refused naming the device.
-func TestPlanDevices(t *testing.T) {
-	var st unix.Stat_t
-	if err := unix.Stat("/dev/null", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-		t.Skipf("no character device /dev/null here (%v)", err)
+// TestMakeDevices: a device of linux.devices is a node made in the
+// state's directory with its type, numbers, fileMode and owner (the host
+// ids its uid and gid map to), bound with device access; a fifo too. A
+// uid the container does not map is refused naming the device.
+func TestMakeDevices(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making device nodes needs root")
 	}
-	root := t.TempDir()
-	for _, c := range []struct {
-		name  string
-		d     Device
-		src   string
-		error string
-	}{
-		{"same name", Device{Path: "/dev/null", Type: 'c', Major: 1, Minor: 3}, "/dev/null", ""},
-		{"another name", Device{Path: "/dev/my/null", Type: 'u', Major: 1, Minor: 3}, "", ""},
-		{"no host node", Device{Path: "/dev/nothing", Type: 'c', Major: 4095, Minor: 1048575}, "", "linux.devices[0]: /dev/nothing (c 4095:1048575)"},
-		{"a block device with a char's numbers", Device{Path: "/dev/bnull", Type: 'b', Major: 1, Minor: 3}, "", "linux.devices[0]"},
-		{"a fifo", Device{Path: "/dev/fifo", Type: 'p'}, "", "linux.devices[0].type"},
-	} {
-		p, err := Plan(&Container{Root: root, Devices: []Device{c.d}})
-		if c.error != "" {
-			if err == nil || !strings.Contains(err.Error(), c.error) {
-				t.Errorf("%s: %v, want an error naming %s", c.name, err, c.error)
-			}
-			continue
+	root, dir := t.TempDir(), filepath.Join(t.TempDir(), DevicesDir)
+	devs := []Device{
+		{Path: "/dev/test1", Type: 'c', Major: 10, Minor: 666, Mode: 0o660, UID: 0, GID: 0},
+		{Path: "/dev/test2", Type: 'b', Major: 8, Minor: 666, Mode: 0o640, UID: 5, GID: 6},
+		{Path: "/dev/u", Type: 'u', Major: 1, Minor: 3, Mode: 0o666},
+		{Path: "/dev/test3", Type: 'p', Mode: 0o600, UID: 1},
+	}
+	p, err := Plan(&Container{Root: root, Devices: devs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 100000, Size: 100}}
+	l := &Launch{Spec: &nsexec.Spec{Plan: p}, devices: devs, uidMap: ids, gidMap: ids}
+	if err := l.MakeDevices(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: %v, %v; want a directory 0700", dir, fi, err)
+	}
+	types := map[byte]uint32{'c': unix.S_IFCHR, 'u': unix.S_IFCHR, 'b': unix.S_IFBLK, 'p': unix.S_IFIFO}
+	for i, d := range devs {
+		op := p.Ops[i]
+		var st unix.Stat_t
+		if op.Kind != fs.KindBind || op.Dst != d.Path || !op.RW || !op.Dev || unix.Stat(op.Src, &st) != nil ||
+			filepath.Dir(op.Src) != dir || st.Mode&unix.S_IFMT != types[d.Type] || st.Mode&0o7777 != uint32(d.Mode) ||
+			int64(unix.Major(st.Rdev)) != d.Major || int64(unix.Minor(st.Rdev)) != d.Minor ||
+			st.Uid != 100000+d.UID || st.Gid != 100000+d.GID {
+			t.Errorf("%s: %+v, %+v; want a bind of a node %c %d:%d %#o owned by %d:%d", d.Path, op, st,
+				d.Type, d.Major, d.Minor, d.Mode, 100000+d.UID, 100000+d.GID)
 		}
-		if err != nil || len(p.Ops) != 1 {
-			t.Fatalf("%s: %v, %v", c.name, p, err)
-		}
-		op := p.Ops[0]
-		var got unix.Stat_t
-		if op.Kind != fs.KindBind || op.Dst != c.d.Path || !op.RW || !op.Dev || unix.Stat(op.Src, &got) != nil ||
-			got.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(got.Rdev) != 1 || unix.Minor(got.Rdev) != 3 || (c.src != "" && op.Src != c.src) {
-			t.Errorf("%s: %+v, want a bind with device access of the host's 1:3", c.name, op)
-		}
+	}
+	unmapped := []Device{{Path: "/dev/x", Type: 'c', Major: 1, Minor: 3, UID: 4000}}
+	p, _ = Plan(&Container{Root: root, Devices: unmapped})
+	l = &Launch{Spec: &nsexec.Spec{Plan: p}, devices: unmapped, uidMap: ids, gidMap: ids}
+	if err := l.MakeDevices(filepath.Join(t.TempDir(), "d")); err == nil || !strings.Contains(err.Error(), "linux.devices[0]") {
+		t.Errorf("uid 4000 not mapped: %v, want an error naming linux.devices[0]", err)
 	}
 }
 

@@ -195,8 +195,8 @@ func specDevices(ds []specs.LinuxDevice) ([]Device, error) {
 		if len(d.Type) != 1 || !strings.Contains("cbup", d.Type) {
 			return nil, invalid(field+".type", "%q: want c, b, u or p", d.Type)
 		}
-		if d.Type == "p" && (d.Major != 0 || d.Minor != 0) {
-			return nil, invalid(field, "a fifo has no major or minor number")
+		if d.Type == "p" {
+			d.Major, d.Minor = 0, 0 // a fifo has none: ignored, as runc does
 		}
 		if d.Major < 0 || d.Minor < 0 || d.Major > 0xfff || d.Minor > 0xfffff {
 			return nil, invalid(field, "major %d, minor %d out of range", d.Major, d.Minor)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -83,6 +84,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		files.Add(p)
 	}
 	if err := launch.CgroupMounts(e.store, cg); err != nil {
+		return nil, err
+	}
+	if err := launch.MakeDevices(filepath.Join(e.store.Dir(c.ID), oci.DevicesDir)); err != nil {
 		return nil, err
 	}
 	trees, err := launch.AttachSources(&files)
