@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -60,4 +61,50 @@ func TestOCIDevicesMade(t *testing.T) {
 	}
 	e.must(nil, "delete", "dm")
 	e.gone("dm", pid)
+}
+
+// TestOCIKernelMemory: linux.resources.memory.kernelTCP is written to
+// cgroup v1's memory.kmem.tcp.limit_in_bytes, and refused by name on v2
+// (no such file); memory.kernel, which the kernel no longer enforces, is
+// ignored with a warning naming it, as runtime-spec lets a runtime.
+func TestOCIKernelMemory(t *testing.T) {
+	e := newOCIEnv(t)
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	v2 := err == nil
+	for _, c := range []struct {
+		id  string
+		mem map[string]any
+	}{
+		{"km1", map[string]any{"kernel": 1 << 26, "kernelTCP": 1 << 26}},
+		{"km2", map[string]any{"kernel": 1 << 26}},
+	} {
+		e.config(c.id, "true")
+		e.edit(func(cfg map[string]any) {
+			cfg["linux"].(map[string]any)["resources"].(map[string]any)["memory"] = c.mem
+		})
+		r := e.run(nil, "create", "--bundle", e.bundle, c.id)
+		if _, tcp := c.mem["kernelTCP"]; tcp && v2 {
+			if r.code == 0 || !strings.Contains(r.stderr, "linux.resources.memory.kernelTCP") {
+				t.Errorf("%s on cgroup v2: %+v, want an error naming linux.resources.memory.kernelTCP", c.id, r)
+			}
+			continue
+		}
+		if r.code != 0 {
+			t.Fatalf("%s: create: %+v", c.id, r)
+		}
+		_, pid := e.status(c.id)
+		t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+		if !strings.Contains(r.stderr, "linux.resources.memory.kernel: ignored") {
+			t.Errorf("%s: stderr %q, want a warning that memory.kernel is ignored", c.id, r.stderr)
+		}
+		if _, tcp := c.mem["kernelTCP"]; tcp {
+			p := filepath.Join("/sys/fs/cgroup/memory", e.cgroupOf(c.id), "memory.kmem.tcp.limit_in_bytes")
+			if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) != "67108864" {
+				t.Errorf("%s: %q, %v; want 67108864", p, b, err)
+			}
+		}
+		e.must(nil, "delete", c.id)
+		reapPid(pid)
+		e.gone(c.id, pid)
+	}
 }

@@ -103,6 +103,12 @@ func (r *Resources) memoryFiles(unified bool, add func(ctrl, v1, v2, value strin
 		}
 		add("memory", "memory.oom_control", "", "1")
 	}
+	if r.MemoryKernelTCP != nil {
+		if unified {
+			return unsupported("linux.resources.memory.kernelTCP", "cgroup v2 has no kernel TCP limit (memory.max counts socket memory)")
+		}
+		add("memory", "memory.kmem.tcp.limit_in_bytes", "", mem(*r.MemoryKernelTCP))
+	}
 	return nil
 }
 

@@ -20,6 +20,12 @@ type Resources struct {
 	MemorySwap        *int64
 	MemorySwappiness  *uint64
 	DisableOOMKiller  *bool
+	// MemoryKernelTCP: the kernel's TCP buffers' limit (v1 only).
+	MemoryKernelTCP *int64
+	// KernelMemoryIgnored: config.json gives memory.kernel, which the
+	// kernel no longer enforces (a warning, as runtime-spec lets a
+	// runtime ignore it and runc does).
+	KernelMemoryIgnored bool
 	// CPU: shares (v1's weight, turned into cpu.weight on v2), the CFS
 	// quota and period in µs (quota -1: none), the burst, the cpusets, idle.
 	CPUShares *uint64
@@ -118,11 +124,6 @@ func specMemory(out *Resources, m *specs.LinuxMemory) error {
 		return nil
 	}
 	switch {
-	//lint:ignore SA1019 refused by name rather than ignored
-	case m.Kernel != nil:
-		return unsupported("linux.resources.memory.kernel", "kernel memory limits are gone from the kernel")
-	case m.KernelTCP != nil:
-		return unsupported("linux.resources.memory.kernelTCP", "not set up")
 	case m.UseHierarchy != nil && !*m.UseHierarchy:
 		return unsupported("linux.resources.memory.useHierarchy", "cgroups are always hierarchical here")
 	}
@@ -142,6 +143,11 @@ func specMemory(out *Resources, m *specs.LinuxMemory) error {
 	}
 	out.MemoryLimit, out.MemoryReservation, out.MemorySwap = m.Limit, m.Reservation, m.Swap
 	out.MemorySwappiness, out.DisableOOMKiller = m.Swappiness, m.DisableOOMKiller
+	if m.KernelTCP != nil && *m.KernelTCP < -1 {
+		return invalid("linux.resources.memory.kernelTCP", "%d: want bytes, or -1 for no limit", *m.KernelTCP)
+	}
+	//lint:ignore SA1019 read to say it is ignored, never silently
+	out.MemoryKernelTCP, out.KernelMemoryIgnored = m.KernelTCP, m.Kernel != nil
 	return nil
 }
 

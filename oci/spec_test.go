@@ -233,10 +233,9 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 		{"blkio", SpecOptions{}, func(s *specs.Spec) {
 			s.Linux.Resources.BlockIO = &specs.LinuxBlockIO{}
 		}, "linux.resources.blockIO", true},
-		{"kernel memory", SpecOptions{}, func(s *specs.Spec) {
-			//lint:ignore SA1019 the deprecated field must be refused by name
-			s.Linux.Resources.Memory = &specs.LinuxMemory{Kernel: i64(1 << 20)}
-		}, "linux.resources.memory.kernel", true},
+		{"kernel TCP memory", SpecOptions{}, func(s *specs.Spec) {
+			s.Linux.Resources.Memory = &specs.LinuxMemory{KernelTCP: i64(-2)}
+		}, "linux.resources.memory.kernelTCP", false},
 		{"swap below limit", SpecOptions{}, func(s *specs.Spec) {
 			s.Linux.Resources.Memory = &specs.LinuxMemory{Limit: i64(2 << 20), Swap: i64(1 << 20)}
 		}, "linux.resources.memory.swap", false},

@@ -25,6 +25,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err != nil {
 		return nil, err
 	}
+	if c.Resources.KernelMemoryIgnored {
+		e.warn(errors.New("linux.resources.memory.kernel: ignored: the kernel no longer enforces a kernel memory limit"))
+	}
 	cg := c.Cgroup.Path
 	if c.Cgroup.Relative {
 		own, err := e.store.OwnCgroup()
