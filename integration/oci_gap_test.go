@@ -108,3 +108,26 @@ func TestOCIKernelMemory(t *testing.T) {
 		e.gone(c.id, pid)
 	}
 }
+
+// TestOCISeccompRuleOfTheDefaultAction: a seccomp rule whose action is
+// the default's (a conditional one too, as runtime-tools' profile has
+// with its default set to allow) is skipped, as runc skips it, instead of
+// failing create; the profile's other rules hold.
+func TestOCISeccompRuleOfTheDefaultAction(t *testing.T) {
+	e := newOCIEnv(t)
+	e.links("mkdir")
+	e.config("sc", "sh", "-c", "mkdir /tmp/x 2>/dev/null || echo denied")
+	e.edit(func(c map[string]any) {
+		c["linux"].(map[string]any)["seccomp"] = map[string]any{
+			"defaultAction": "SCMP_ACT_ALLOW",
+			"syscalls": []any{
+				map[string]any{"names": []any{"personality"}, "action": "SCMP_ACT_ALLOW",
+					"args": []any{map[string]any{"index": 0, "value": 0, "op": "SCMP_CMP_EQ"}}},
+				map[string]any{"names": []any{"mkdir", "mkdirat"}, "action": "SCMP_ACT_ERRNO"},
+			},
+		}
+	})
+	if code, out := e.runCode("sc"); code != 0 || out != "denied\n" {
+		t.Errorf("exit %d, output %q; want mkdir denied by the profile", code, out)
+	}
+}

@@ -161,8 +161,11 @@ func (p *OCIProfile) Compile() (Program, error) {
 			continue
 		}
 		act, _ := ociAction(s.Action, s.ErrnoRet)
-		if act == def && len(s.Args) == 0 {
-			continue // libseccomp refuses a rule that repeats the default
+		if act == def {
+			// libseccomp refuses a rule that repeats the default, with
+			// or without conditions; it would change nothing (runc
+			// skips it too).
+			continue
 		}
 		var conds []sc.ScmpCondition
 		for _, a := range s.Args {

@@ -75,6 +75,22 @@ func TestDockerDefaultProfileLoadsUnchanged(t *testing.T) {
 	}
 }
 
+// TestCompileSkipsRulesOfTheDefaultAction: a rule whose action is the
+// default's, conditional or not, is skipped (libseccomp refuses it), as
+// runc skips it: runtime-tools' profile with its default set to allow.
+func TestCompileSkipsRulesOfTheDefaultAction(t *testing.T) {
+	p, err := ParseOCI([]byte(`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+		{"names":["personality"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":0,"op":"SCMP_CMP_EQ"}]},
+		{"names":["read"],"action":"SCMP_ACT_ALLOW"},
+		{"names":["getcwd"],"action":"SCMP_ACT_ERRNO"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog, err := p.Compile(); err != nil || len(prog) == 0 {
+		t.Errorf("Compile: %d instructions, %v", len(prog), err)
+	}
+}
+
 func TestParseOCIErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ json, want string }{
 		{`{`, "unexpected EOF"},
