@@ -66,6 +66,10 @@ func (e *env) updateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			//lint:ignore SA1019 read to say it is ignored, never silently
+			if r.Memory != nil && r.Memory.Kernel != nil {
+				e.warn(errors.New("linux.resources.memory.kernel: ignored: the kernel no longer enforces a kernel memory limit"))
+			}
 			return e.store.Update(st, r)
 		},
 	}
@@ -122,7 +126,7 @@ func resourcesFromFlags(set map[string]string) (*specs.LinuxResources, error) {
 		case "memory-swap":
 			mem().Swap, err = bytesFlag(v)
 		case "kernel-memory":
-			//lint:ignore SA1019 refused by name rather than ignored
+			//lint:ignore SA1019 ignored with a warning (update)
 			mem().Kernel, err = bytesFlag(v)
 		case "kernel-memory-tcp":
 			mem().KernelTCP, err = bytesFlag(v)
