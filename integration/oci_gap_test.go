@@ -131,3 +131,21 @@ func TestOCISeccompRuleOfTheDefaultAction(t *testing.T) {
 		t.Errorf("exit %d, output %q; want mkdir denied by the profile", code, out)
 	}
 }
+
+// TestOCIPidsLimit: linux.resources.pids.limit is the container's
+// pids.max once create returns (the validation suite's own check of it
+// compares two pointers and fails for every runtime).
+func TestOCIPidsLimit(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("pl", "true")
+	e.edit(func(c map[string]any) {
+		c["linux"].(map[string]any)["resources"].(map[string]any)["pids"] = map[string]any{"limit": 1000}
+	})
+	pid := e.create("pl", nil)
+	if got := e.cgroupFile("pl", "pids", "pids.max", "pids.max"); got != "1000" {
+		t.Errorf("pids.max %s, want 1000", got)
+	}
+	e.must(nil, "delete", "pl")
+	reapPid(pid)
+	e.gone("pl", pid)
+}
