@@ -141,6 +141,13 @@ type Spec struct {
 	Caps     *[5]uint64 `json:"caps,omitempty"`
 	StartFD  int        `json:"start_fd,omitempty"`
 	ReportFD int        `json:"report_fd,omitempty"`
+	// Console (OCI: process.terminal): the program's process allocates a
+	// pty from the container's devpts, makes the slave its stdio and
+	// controlling terminal, and sends the master up (Stdio.Console), of
+	// ConsoleRows x ConsoleCols (0: the kernel's size).
+	Console     bool   `json:"console,omitempty"`
+	ConsoleRows uint16 `json:"console_rows,omitempty"`
+	ConsoleCols uint16 `json:"console_cols,omitempty"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.

@@ -33,7 +33,6 @@ func lifecycleUnsupported(c *Container) error {
 		set   bool
 		why   string
 	}{
-		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
 		{"process.user.additionalGids", len(p.AdditionalGids) > 0, "supplementary groups are not set up yet"},
 		{"process.user.umask", p.Umask != nil && *p.Umask != 0o022, "the umask is not set up yet"},
 		{"process.oomScoreAdj", p.OOMScoreAdj != nil, "not set up yet"},
@@ -189,6 +188,10 @@ func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
 	}
 	spec.Caps = capSets(p)
+	if p.Terminal {
+		// SpecProcess checked the size (at most 65535 each).
+		spec.Console, spec.ConsoleRows, spec.ConsoleCols = true, uint16(p.ConsoleHeight), uint16(p.ConsoleWidth)
+	}
 	if c.Seccomp != nil {
 		prog, err := c.Seccomp.Compile()
 		if err != nil {

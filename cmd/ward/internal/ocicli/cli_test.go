@@ -387,6 +387,7 @@ func TestLifecycleFlags(t *testing.T) {
 	// A domain name, which the lifecycle does not set up yet, keeps create
 	// from making anything here.
 	plain := bundle(t, func(s *specs.Spec) { s.Process.Terminal = false; s.Domainname = "example" })
+	ttyStop := bundle(t, func(s *specs.Spec) { s.Domainname = "example" }) // a terminal, past the console's checks
 	bad := bundle(t, func(s *specs.Spec) { s.Process.ApparmorProfile = "x" })
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	proc := filepath.Join(t.TempDir(), "process.json")
@@ -394,17 +395,22 @@ func TestLifecycleFlags(t *testing.T) {
 	if err := os.WriteFile(proc, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	procTTY := filepath.Join(t.TempDir(), "process.json")
+	b, _ = json.Marshal(specs.Process{Terminal: true, Args: []string{"sh"}, Cwd: "/", Env: []string{"A=b"}})
+	if err := os.WriteFile(procTTY, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := sleeper(t)
 	addContainer(t, root, "running", cmd.Process.Pid)
 	addContainer(t, root, "stopped", 0)
 	notImpl := "not implemented yet"
 	// create and run check config.json whole before they make anything.
-	caps, term := "domainname: not supported by ward", "process.terminal: not supported by ward"
+	caps := "domainname: not supported by ward"
 	for _, tt := range []struct {
 		args []string
 		msg  string
 	}{
-		{[]string{"create", "--bundle", tty, "--pid-file", pidFile, "--console-socket", "/run/s.sock", "--no-pivot", "--no-new-keyring", "--preserve-fds", "2", "new"}, term},
+		{[]string{"create", "--bundle", ttyStop, "--pid-file", pidFile, "--console-socket", "/run/s.sock", "--no-pivot", "--no-new-keyring", "--preserve-fds", "2", "new"}, caps},
 		{[]string{"create", "-b", plain, "--pid-file=" + pidFile, "new"}, caps},
 		{[]string{"create", "new", "--bundle", plain}, caps},
 		{[]string{"create", "--bundle", tty, "new"}, "cannot allocate tty if ward-oci will detach without setting console socket"},
@@ -414,7 +420,8 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"create", "--bundle", plain, "running"}, "already exists"},
 		{[]string{"create", "--bundle", plain, "--preserve-fds", "x", "new"}, "invalid argument"},
 		{[]string{"create", "--bundle", plain}, `"create" requires exactly 1 argument(s)`},
-		{[]string{"run", "--bundle", tty, "new"}, term},
+		{[]string{"run", "--bundle", ttyStop, "new"}, caps},
+		{[]string{"run", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, "cannot use console socket if ward-oci will not detach or allocate tty"},
 		{[]string{"run", "-d", "--bundle", plain, "--pid-file", pidFile, "--keep", "--no-subreaper", "new"}, "run --detach: not supported yet"},
 		{[]string{"run", "--detach", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, "run --detach: not supported yet"},
 		{[]string{"start", "running"}, "cannot start an already running container"},
@@ -423,10 +430,14 @@ func TestLifecycleFlags(t *testing.T) {
 		// The test's containers have no config.json of their own: exec
 		// reads its flags, then stops there.
 		{[]string{"exec", "--process", proc, "--detach", "--pid-file", pidFile, "running"}, "root.path: missing"},
-		{[]string{"exec", "--process", proc, "--detach", "--tty", "--console-socket", "/run/s.sock", "running"}, "root.path: missing"},
+		{[]string{"exec", "--process", procTTY, "--detach", "--console-socket", "/run/s.sock", "running"}, "root.path: missing"},
+		// --process: the file's terminal, not --tty (as runc).
+		{[]string{"exec", "--process", proc, "--detach", "--tty", "--console-socket", "/run/s.sock", "running"}, "cannot use console socket"},
 		{[]string{"exec", "-t", "-e", "A=1,2", "-e", "B=3", "-u", "1000:1000", "-g", "5", "--cwd", "/tmp", "--cap", "CAP_KILL", "running", "sh", "-c", "ls -l --all"}, "no process in the container's config"},
 		{[]string{"exec", "--preserve-fds", "1", "--no-new-privs", "--cgroup", "cpu:/x", "--ignore-paused", "running", "--", "true"}, "no process in the container's config"},
-		{[]string{"exec", "-p", proc, "-d", "-t", "running"}, "cannot allocate tty"},
+		{[]string{"exec", "-p", procTTY, "-d", "running"}, "cannot allocate tty"},
+		{[]string{"exec", "-p", proc, "-d", "-t", "running"}, "root.path: missing"},
+		{[]string{"exec", "-t", "-d", "running", "true"}, "cannot allocate tty"},
 		{[]string{"exec", "running"}, "no command given"},
 		{[]string{"exec", "stopped", "true"}, "cannot exec in a stopped container"},
 		{[]string{"exec", "nosuch", "true"}, "does not exist"},
