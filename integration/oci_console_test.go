@@ -136,10 +136,11 @@ const ttyScript = `tty; [ -t 0 ] && [ -t 1 ] && echo isatty; echo ctty >/dev/tty
 // TestOCIConsoleCreate: create with a terminal sends the pty master to
 // the console socket (one message, go-runc's checks);
 // the program, started, has the pty from the container's own devpts as
-// its stdio and controlling terminal, at config.json's consoleSize.
+// its stdio and controlling terminal, at config.json's consoleSize, and
+// /dev/console is that pty.
 func TestOCIConsoleCreate(t *testing.T) {
 	e := newOCIEnv(t)
-	e.config("t1", "sh", "-c", ttyScript)
+	e.config("t1", "sh", "-c", strings.Replace(ttyScript, "exit 3", "[ /dev/console -ef /dev/pts/0 ] && echo console; exit 3", 1))
 	e.terminal(true)
 	sock, ch := consoleSocket(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
@@ -156,7 +157,7 @@ func TestOCIConsoleCreate(t *testing.T) {
 	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 3 {
 		t.Errorf("the subreaper saw %v, want exit 3 (the program's)", ws)
 	}
-	if want := "/dev/pts/0\nisatty\nctty\n33 101\nowner 0\n"; out != want {
+	if want := "/dev/pts/0\nisatty\nctty\n33 101\nowner 0\nconsole\n"; out != want {
 		t.Errorf("the program wrote %q on its terminal, want %q", out, want)
 	}
 	e.must(nil, "delete", "t1")

@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sched.h>
@@ -180,6 +182,8 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 	}
 }
 
+static void fd_path(char *buf, int fd);
+
 // console (an OCI container's process.terminal; runc's split): a pty
 // from the container's own devpts, /dev/ptmx in its root (the init's after
 // the pivot; a joiner's since it entered the mount namespace). Its master
@@ -216,6 +220,15 @@ static void step_console(struct ward_gate *g, struct ward_report *r, const struc
 	while (e == -EINTR);
 	CHECK(WARD_STEP_CONSOLE, e, 6);
 	sys(SYS_close, m, 0, 0, 0, 0);
+	if (g->start_fd >= 0) {
+		// The container's own process (not exec's): /dev/console is the
+		// pty too, a bind mount on a file made for it, as runc makes it.
+		char src[32];
+		fd_path(src, (int)s);
+		e = sys(SYS_mknodat, AT_FDCWD, (long)"/dev/console", S_IFREG | 0666, 0, 0);
+		if (e != -EEXIST) CHECK(WARD_STEP_CONSOLE, e, 10);
+		CHECK(WARD_STEP_CONSOLE, sys(SYS_mount, (long)src, (long)"/dev/console", 0, MS_BIND, 0), 11);
+	}
 	for (int i = 0; i < 3; i++) CHECK(WARD_STEP_CONSOLE, sys(SYS_dup3, s, i, 0, 0, 0), 7);
 	sys(SYS_close, s, 0, 0, 0, 0);
 	// The init of a container leads its session already.

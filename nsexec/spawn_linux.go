@@ -205,7 +205,8 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 // consoleSteps are step_console's operations, by detail.
 var consoleSteps = [...]string{"open /dev/ptmx (the container needs a devpts at /dev/pts and /dev/ptmx linked to pts/ptmx)",
 	"unlock the pty", "TIOCGPTN", "open the pty's slave (TIOCGPTPEER)", "set the console size", "give the pty to the process's user",
-	"send the pty master up", "make the pty stdin, stdout and stderr", "setsid", "make the pty the controlling terminal (TIOCSCTTY)"}
+	"send the pty master up", "make the pty stdin, stdout and stderr", "setsid", "make the pty the controlling terminal (TIOCSCTTY)",
+	"make /dev/console", "bind the pty on /dev/console"}
 
 // envPath is the PATH the program's getenv will see: the first.
 func envPath(env []string) string {
