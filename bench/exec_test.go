@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,11 +22,29 @@ func TestMain(m *testing.M) {
 }
 
 // BenchmarkWarmExec: /bin/true in a sandbox that is already up.
-func BenchmarkWarmExec(b *testing.B) {
+func BenchmarkWarmExec(b *testing.B) { warmExec(b, ward.Config{}) }
+
+// BenchmarkWarmExecUnconfined: the same with no seccomp filter, for the
+// filter's share of a warm Exec.
+func BenchmarkWarmExecUnconfined(b *testing.B) {
+	warmExec(b, ward.Config{Seccomp: ward.SeccompUnconfined})
+}
+
+// BenchmarkForkExec: /bin/true started and waited for by a Go process with
+// no sandbox (os/exec): the floor under a warm Exec.
+func BenchmarkForkExec(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func warmExec(b *testing.B, cfg ward.Config) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root: ward creates namespaces")
 	}
-	sb, err := ward.Start(context.Background(), ward.Config{})
+	sb, err := ward.Start(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -127,14 +127,20 @@ for i in $(seq 50); do mkdir -p "$OUT/paths/p$i"; ARGS="$ARGS --allow-read=$PWD/
 hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$OUT/paths.json" -n ward-50-paths "$WARD run $ARGS -- /bin/true" >/dev/null
 
 echo "== warm Exec and memory per long-lived sandbox (Go benchmarks, in-process library)"
-go test -run X -bench 'BenchmarkWarmExec|BenchmarkMemoryPerSandbox' -benchtime 200x ./bench | tee "$OUT/gobench.txt"
-WARM=$(awk '/BenchmarkWarmExec/ {print $3/1e6}' "$OUT/gobench.txt")
+# Beside warm Exec: the same without a seccomp filter, and the floor, a Go
+# process's fork, exec and wait of /bin/true (report.py reads them here).
+go test -run X -bench 'BenchmarkWarmExec|BenchmarkForkExec|BenchmarkMemoryPerSandbox' -benchtime 200x ./bench | tee "$OUT/gobench.txt"
+WARM=$(awk '/^BenchmarkWarmExec-/ {print $3/1e6}' "$OUT/gobench.txt")
 LIB_PER=$(awk '/BenchmarkMemoryPerSandbox/ {for (i=1;i<=NF;i++) if ($i=="MB/sandbox") print $(i-1)}' "$OUT/gobench.txt")
 
 echo "== where the time goes: setup_ms of 20 runs, and one verbose run for the steps' order and sides"
 : > "$OUT/steps.json"
 for i in $(seq 20); do "$WARD" run --json -- /bin/true >>"$OUT/steps.json"; done
 "$WARD" run --sandbox-log=verbose -- /bin/true 2>"$OUT/steps.txt"
+# The rootless sandbox's setup: its uid and gid maps are written by the
+# setuid helpers newuidmap and newgidmap (map-ids), root's by ward itself.
+: > "$OUT/steps-rootless.json"
+for i in $(seq 20); do setpriv --reuid="$BU" --regid="$BG" --clear-groups "$WARD" run --json -- /bin/true >>"$OUT/steps-rootless.json"; done
 
 # The figures measured outside the files above, kept so that the report
 # can be written again: python3 bench/report.py $(cat bench/out/figures).
