@@ -45,6 +45,20 @@ func (s *Store) MakeExecFifo(id string, uid, gid int) (string, error) {
 // so that the status is running from then on.
 func (s *Store) ReleaseExecFifo(st *State) error {
 	path := filepath.Join(s.Dir(st.ID), ExecFifo)
+	// The init is checked before the fifo is opened: once it is, the
+	// program may run and end at once, and a subreaper (the shim) reap it
+	// before a check made after could find it.
+	pidfd, err := unix.PidfdOpen(st.InitPid, 0)
+	if err != nil || !s.initAlive(st) {
+		if err == nil {
+			unix.Close(pidfd)
+		}
+		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			return errors.New("cannot start an already running container")
+		}
+		return fmt.Errorf("%s: the init is gone before start: %w", st.ID, ErrNotRunning)
+	}
+	defer unix.Close(pidfd)
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("cannot start an already running container")
@@ -53,14 +67,6 @@ func (s *Store) ReleaseExecFifo(st *State) error {
 		return fmt.Errorf("exec fifo %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	pidfd, err := unix.PidfdOpen(st.InitPid, 0)
-	if err != nil || !s.initAlive(st) {
-		if err == nil {
-			unix.Close(pidfd)
-		}
-		return fmt.Errorf("%s: the init is gone before start: %w", st.ID, ErrNotRunning)
-	}
-	defer unix.Close(pidfd)
 	// Linux reports no hang-up on a fifo whose reader came before any
 	// writer: poll wakes on the init's byte, its close, or its death.
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}}
