@@ -149,15 +149,21 @@ func startUserScope() (string, error) {
 }
 
 func askForScope(ctx context.Context, a busAddr, unit string) error {
+	return askForScopeIn(ctx, a, unit, userScopeSlice, os.Getpid(), "ward: a sandbox's supervisor and its cgroups")
+}
+
+// askForScopeIn asks the manager at a for the transient scope unit in
+// slice, holding pid, with Delegate=yes, and waits for its start job.
+func askForScopeIn(ctx context.Context, a busAddr, unit, slice string, pid int, desc string) error {
 	conn, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dialUserManager(ctx, a) })
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	props := []sdbus.Property{
-		sdbus.PropDescription("ward: a sandbox's supervisor and its cgroups"),
-		sdbus.PropSlice(userScopeSlice),
-		sdbus.PropPids(uint32(os.Getpid())),
+		sdbus.PropDescription(desc),
+		sdbus.PropSlice(slice),
+		sdbus.PropPids(uint32(pid)),
 		{Name: "Delegate", Value: godbus.MakeVariant(true)},
 		{Name: "CollectMode", Value: godbus.MakeVariant("inactive-or-failed")},
 	}
@@ -168,12 +174,51 @@ func askForScope(ctx context.Context, a busAddr, unit string) error {
 	select {
 	case result := <-done:
 		if result != "done" {
-			return fmt.Errorf("start of %s: job %s (the user manager could not move ward into it, or delegate it)", unit, result)
+			return fmt.Errorf("start of %s: job %s (the manager could not move the process into it, or delegate it)", unit, result)
 		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("start of %s: no answer within %v", unit, userScopeTimeout)
 	}
+}
+
+// StartScope asks the system manager (user: the caller's user manager)
+// for the transient scope unit in slice, holding pid, with Delegate=yes,
+// as runc does for --systemd-cgroup. Where no manager answers it says so.
+func StartScope(unit, slice string, pid int, user bool) error {
+	var addrs []busAddr
+	if user {
+		a, err := userBusAddrs()
+		if err != nil {
+			return err
+		}
+		addrs = a
+	} else {
+		// The manager's private socket (as systemctl uses it), then the
+		// system bus.
+		for _, a := range []busAddr{{addr: "/run/systemd/private"}, {addr: "/run/dbus/system_bus_socket", hello: true}} {
+			if isSocket(a.addr) {
+				addrs = append(addrs, busAddr{addr: "unix:path=" + a.addr, hello: a.hello})
+			}
+		}
+		if len(addrs) == 0 {
+			return errors.New("no systemd system manager to ask: neither /run/systemd/private nor /run/dbus/system_bus_socket is there (systemd is not PID 1)")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), userScopeTimeout)
+	defer cancel()
+	var errs []string
+	for _, a := range addrs {
+		err := askForScopeIn(ctx, a, unit, slice, pid, "ward-oci container "+unit)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", a.addr, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.New(strings.Join(errs, "; "))
 }
 
 // dialUserManager connects and authenticates as this uid (EXTERNAL only,

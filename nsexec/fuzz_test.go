@@ -190,6 +190,10 @@ func FuzzInitParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(msg)
+	if msg, err = packInit(ociSpec(), -1); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(msg)
 	f.Add([]byte{})
 	f.Add(make([]byte, 64))
 	f.Fuzz(func(t *testing.T, msg []byte) {
@@ -210,8 +214,55 @@ func FuzzInitParse(f *testing.F) {
 			t.Fatalf("relay fds %d, %d with %d arguments", v.RelayExe, v.Relay, len(v.RelayArgs))
 		case v.NCgroup < 0 || v.NCgroup > 16 || v.TimeLimitUs < 0:
 			t.Fatalf("ncgroup %d, time limit %d", v.NCgroup, v.TimeLimitUs)
+		case (len(v.Hooks[0])+len(v.Hooks[1]) > 0 || v.Flags&32 != 0) && v.Flags&16 == 0:
+			t.Fatalf("hooks (%d, %d, flags %#x) without OCI", len(v.Hooks[0]), len(v.Hooks[1]), v.Flags)
+		}
+		for _, hs := range v.Hooks {
+			for _, h := range hs {
+				if !strings.HasPrefix(h.Path, "/") || len(h.Args) == 0 || h.Timeout > 86400 {
+					t.Fatalf("hook %+v", h)
+				}
+			}
 		}
 	})
+}
+
+// ociSpec is an OCI container's spec with hooks of both kinds the init
+// runs.
+func ociSpec() *Spec {
+	s := gateSpec()
+	s.OCI, s.StartFD, s.ReportFD, s.RuntimeHooks = true, 11, 12, true
+	s.HookState = []byte(`{"ociVersion":"1.3.0","id":"c","status":"created","pid":1,"bundle":"/b"}`)
+	s.CreateHooks = []Hook{{Path: "/bin/sh", Args: []string{"sh", "-c", "true"}, Env: []string{"A=1", "B="}, Timeout: 5},
+		{Path: "/usr/bin/hook"}}
+	s.StartHooks = []Hook{{Path: "/bin/true", Args: []string{"true", ""}}}
+	return s
+}
+
+// TestInitHooksRoundTrip: the hooks the parent packs are the hooks the
+// init reads, in order, argv[0] the path when no args are given; bad
+// hooks are refused on the Go side.
+func TestInitHooksRoundTrip(t *testing.T) {
+	s := ociSpec()
+	msg, err := packInit(s, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := parseInit(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [2][]Hook{{s.CreateHooks[0], {Path: "/usr/bin/hook", Args: []string{"/usr/bin/hook"}}}, s.StartHooks}
+	if v.Flags&(16|32) != 16|32 || v.HookState != string(s.HookState) || !reflect.DeepEqual(v.Hooks, want) {
+		t.Errorf("read back: flags %#x state %q hooks %+v\nwant %+v", v.Flags, v.HookState, v.Hooks, want)
+	}
+	for _, bad := range []Hook{{Path: "bin/sh"}, {Path: "/x", Timeout: 86401}, {Path: "/x", Args: []string{"a\x00b"}}} {
+		s := ociSpec()
+		s.StartHooks = []Hook{bad}
+		if _, err := packInit(s, -1); err == nil {
+			t.Errorf("hook %+v packed", bad)
+		}
+	}
 }
 
 // FuzzInitRoundTrip: a config the parent packs (packInit) is what the

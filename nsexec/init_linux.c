@@ -207,8 +207,8 @@ static void receive_config(void) {
 	if (h.magic != WARD_INIT_MAGIC || h.version != WARD_INIT_VERSION || h.hdr_size != sizeof(h))
 		usage("not a config of this version", h.version);
 	size_t total = sizeof(h);
-	const uint32_t lens[4] = {h.hostname_len, h.relay_len, h.root_len, h.gate_len};
-	for (int i = 0; i < 4; i++) {
+	const uint32_t lens[5] = {h.hostname_len, h.relay_len, h.root_len, h.gate_len, h.hooks_len};
+	for (int i = 0; i < 5; i++) {
 		if (lens[i] > WARD_INIT_MAX || total > WARD_INIT_MAX) usage("too large", lens[i]);
 		total += ((size_t)lens[i] + 7) & ~(size_t)7;
 	}
@@ -413,6 +413,67 @@ static int step_nondumpable(const struct ward_root *r, struct ward_root_out *o) 
 	return errno;
 }
 
+// ---- an OCI container's hooks (before the host's root is detached) ----
+//
+// runtime-spec runs prestart, createRuntime and createContainer hooks
+// "after the runtime environment has been created but before pivot_root".
+// ward's equivalent of runc's pivot_root into the rootfs is
+// detach-host-root: the init runs these two steps right before it, with
+// the container's root built and the host's still at WARD_OLD_ROOT.
+//
+//   step                    | init -> ward-oci (fd 3)  | ward-oci -> init (fd 3)
+//   runtime-hooks           | {"type":"hooks"}         | one byte 1: go on (prestart and createRuntime ran)
+//                           |                          | or nothing: a hook failed, ward-oci kills the init
+//   create-container-hooks  | "error" if a hook failed | (nothing)
+
+static int when_runtime_hooks(const struct ward_root *r) {
+	(void)r;
+	return cfg.h.flags & WARD_INIT_RUNTIME_HOOKS;
+}
+
+// runtime-hooks: ward-oci runs the prestart and createRuntime hooks on
+// the host while the init waits: the container's namespaces exist, its
+// root is built, it is not in its cgroup yet.
+static int step_runtime_hooks(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	struct ward_json j;
+	msg_begin(&j, "hooks", 0);
+	send_json(&j, -1);
+	char b = 0;
+	ssize_t n;
+	for (;;) {
+		n = read(WARD_PROTO_FD, &b, 1);
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd p = {.fd = WARD_PROTO_FD, .events = POLLIN};
+			poll(&p, 1, -1);
+			continue;
+		}
+		if (n >= 0 || errno != EINTR) break;
+	}
+	if (n == 1 && b == 1) return 0;
+	if (n == 0) _exit(WARD_EXIT_SETUP); // ward-oci gave up: it says why
+	snprintf(o->what, sizeof(o->what), "wait for ward-oci's hooks (read %zd: byte %d)", n, b);
+	return n < 0 ? errno : -1;
+}
+
+static int when_create_hooks(const struct ward_root *r) {
+	(void)r;
+	return cfg.hooks.n[WARD_HOOK_CREATE_CONTAINER] > 0;
+}
+
+// create-container-hooks: config.json's createContainer hooks, in the
+// container's namespaces; each is chrooted into the host's root (its path
+// resolves there) and works in the container's root.
+static int step_create_hooks(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	return ward_hooks_run(&cfg.hooks, WARD_HOOK_CREATE_CONTAINER, WARD_OLD_ROOT, o->what, sizeof(o->what)) ? -1 : 0;
+}
+
+static const struct ward_root_step oci_hook_steps[] = {
+	{"runtime-hooks", when_runtime_hooks, step_runtime_hooks},
+	{"create-container-hooks", when_create_hooks, step_create_hooks},
+};
+
 // The init's steps around the root builder's (ward_root_steps), in order.
 static const struct ward_root_step steps_before_root[] = {
 	{"become-root", when_become_root, step_become_root},
@@ -439,6 +500,16 @@ static void run_steps(const struct ward_root_step *s, int n) {
 			steps[nsteps++].us = mono_us() - t;
 		}
 	}
+}
+
+// run_root_steps runs the root builder's steps, with the OCI hooks'
+// before detach-host-root.
+static void run_root_steps(void) {
+	int k = 0;
+	while (k < ward_root_nsteps && strcmp(ward_root_steps[k].name, "detach-host-root") != 0) k++;
+	run_steps(ward_root_steps, k);
+	run_steps(oci_hook_steps, sizeof(oci_hook_steps) / sizeof(oci_hook_steps[0]));
+	run_steps(ward_root_steps + k, ward_root_nsteps - k);
 }
 
 // send_ready reports the steps' times and the Landlock ABI, with the
@@ -730,6 +801,7 @@ static void __attribute__((noreturn)) become_container(void) {
 	struct ward_gate *g = &cfg.gate;
 	gate_for(g, cfg.h.report_fd);
 	g->start_fd = cfg.h.start_fd;
+	if (cfg.hooks.n[WARD_HOOK_START_CONTAINER]) g->start_hooks = &cfg.hooks;
 	g->setpgid = 0;
 	ward_become(g);
 }
@@ -922,7 +994,7 @@ void ward_init_main(int argc, char **argv) {
 	ward_root_out_init(&out);
 	signals_setup();
 	run_steps(steps_before_root, sizeof(steps_before_root) / sizeof(steps_before_root[0]));
-	run_steps(ward_root_steps, ward_root_nsteps);
+	run_root_steps();
 	run_steps(steps_after_root, sizeof(steps_after_root) / sizeof(steps_after_root[0]));
 	send_ready();
 	if (cfg.h.flags & WARD_INIT_SESSION) serve_session();

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hooks_linux.h"
 #include "root_linux.h"
 #include "spawn_linux.h"
 
@@ -12,7 +13,8 @@
 // its sections, each starting on an 8-byte boundary (zero padding):
 // the hostname (no NUL), the relay's arguments (relay_argc NUL-terminated
 // strings), the root plan (Go's packRoot, ward_unpack_root) and the
-// program's gate (ward_pack_gate; none in a long-lived sandbox).
+// program's gate (ward_pack_gate; none in a long-lived sandbox) and, for
+// an OCI container, the hooks it runs itself (hooks_linux.h).
 #define WARD_INIT_MAGIC 0x494e4957u // "WINI", little-endian
 #define WARD_INIT_VERSION 1
 #define WARD_INIT_MAX (64u << 20) // no config is larger (the header's lengths are checked against it)
@@ -27,7 +29,8 @@ enum {
 	WARD_INIT_TTY = 1 << 2,         // the program shares the caller's terminal (signal rules)
 	WARD_INIT_BECOME_ROOT = 1 << 3, // cloned unmapped: setresuid(0) once the parent mapped the ids
 	WARD_INIT_OCI = 1 << 4,         // an OCI container: the init becomes the program itself (start_fd, report_fd)
-	WARD_INIT_ALL_FLAGS = (1 << 5) - 1,
+	WARD_INIT_RUNTIME_HOOKS = 1 << 5, // OCI: "hooks" before the host's root is detached; wait for the parent's byte
+	WARD_INIT_ALL_FLAGS = (1 << 6) - 1,
 };
 
 struct ward_init_hdr {
@@ -43,6 +46,7 @@ struct ward_init_hdr {
 	uint32_t hostname_len, relay_len, root_len, gate_len;
 	int32_t start_fd;  // OCI: an O_PATH fd on the exec fifo the program waits on (-1: none)
 	int32_t report_fd; // OCI: the gate's report socket, read by the parent itself (-1: none)
+	uint32_t hooks_len, hooks_count; // OCI: the hooks section, hooks_count strings (0, 0: none)
 	uint32_t pad;
 };
 
@@ -55,6 +59,7 @@ struct ward_init_cfg {
 	struct ward_root root;
 	int has_gate;
 	struct ward_gate gate;
+	struct ward_hooks hooks;
 };
 
 // ward_init_parse checks and parses the config buf (n bytes, 8-aligned:

@@ -14,6 +14,7 @@ import "C"
 import (
 	"fmt"
 	"syscall"
+	"unsafe"
 )
 
 // initView is what ward_init_parse made of a config, in Go's terms.
@@ -24,6 +25,8 @@ type initView struct {
 	Hostname                         string
 	RelayArgs                        []string
 	Gate                             *gateView // nil: none (a session)
+	HookState                        string
+	Hooks                            [2][]Hook // createContainer's, startContainer's
 }
 
 // parseInit runs the init's parser on msg (copied to C memory: malloc's
@@ -47,6 +50,15 @@ func parseInit(msg []byte) (*initView, error) {
 	}
 	if c.has_gate != 0 {
 		v.Gate = viewGate(&c.gate)
+	}
+	if c.hooks.state != nil {
+		v.HookState = C.GoStringN(c.hooks.state, C.int(c.hooks.state_len))
+	}
+	for k := range v.Hooks {
+		for _, h := range unsafe.Slice(c.hooks.h[k], int(c.hooks.n[k])) {
+			v.Hooks[k] = append(v.Hooks[k], Hook{Path: C.GoString(h.path), Args: goStrings((**C.char)(unsafe.Pointer(h.argv))),
+				Env: goStrings((**C.char)(unsafe.Pointer(h.envp))), Timeout: int(h.timeout_s)})
+		}
 	}
 	return v, nil
 }

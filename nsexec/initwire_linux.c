@@ -50,7 +50,7 @@ static int take_strings(char *p, size_t len, uint32_t count, char ***out) {
 // 1 magic, 2 version, 3 header size, 4 flags, 5 fds or cgroup count, 6
 // section lengths (against n), 7 hostname, 8 relay arguments, 9 root plan,
 // 10 gate, 11 the gate's presence (one without a session, none in one),
-// 12 padding that is not zero.
+// 12 padding that is not zero, 13 the hooks (only an OCI container's).
 int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) {
 	memset(c, 0, sizeof(*c));
 	*detail = (long)n;
@@ -65,7 +65,8 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	if (h->hdr_size != sizeof(*h)) return -EBADMSG;
 	*detail = 4;
 	if (h->flags & ~(uint32_t)WARD_INIT_ALL_FLAGS || h->time_limit_us < 0 || h->time_limit_us > WARD_INIT_MAX_TIME_LIMIT_US ||
-	    (h->time_limit_us && (h->flags & WARD_INIT_SESSION)))
+	    (h->time_limit_us && (h->flags & WARD_INIT_SESSION)) ||
+	    ((h->flags & WARD_INIT_RUNTIME_HOOKS) && !(h->flags & WARD_INIT_OCI)))
 		return -EBADMSG;
 	*detail = 5;
 	// An fd is -1 (none) or above the protocol socket; the relay needs
@@ -81,9 +82,9 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	    (h->relay_exe_fd < 0) != (h->relay_argc == 0) || (h->exec_fd >= 0) != !!(h->flags & WARD_INIT_SESSION))
 		return -EBADMSG;
 	*detail = 6;
-	const uint32_t lens[4] = {h->hostname_len, h->relay_len, h->root_len, h->gate_len};
+	const uint32_t lens[5] = {h->hostname_len, h->relay_len, h->root_len, h->gate_len, h->hooks_len};
 	size_t want = sizeof(*h);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (lens[i] > WARD_INIT_MAX) return -EBADMSG;
 		want += pad8(lens[i]);
 		if (want > n) return -EBADMSG;
@@ -91,7 +92,7 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	if (want != n) return -EBADMSG;
 	*detail = 12;
 	char *p = buf + sizeof(*h);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		for (size_t k = lens[i]; k < pad8(lens[i]); k++)
 			if (p[k]) return -EBADMSG;
 		p += pad8(lens[i]);
@@ -125,6 +126,12 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 		}
 		c->has_gate = 1;
 	}
+	p += pad8(h->gate_len);
+	*detail = 13;
+	if ((h->hooks_len && !oci) || (e = ward_hooks_parse(p, h->hooks_len, h->hooks_count, &c->hooks))) {
+		ward_init_free(c);
+		return e == -ENOMEM ? e : -EBADMSG;
+	}
 	*detail = 0;
 	return 0;
 }
@@ -134,6 +141,7 @@ void ward_init_free(struct ward_init_cfg *c) {
 	c->relay_argv = NULL;
 	if (c->has_gate) ward_unpack_free(&c->gate);
 	c->has_gate = 0;
+	ward_hooks_free(&c->hooks);
 }
 
 // ward_exec_parse: *detail is the size (n), 1 magic or version, 2 the

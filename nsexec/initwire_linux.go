@@ -23,7 +23,7 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 	for _, f := range []struct {
 		on   bool
 		flag C.uint32_t
-	}{{spec.LoopbackUp, C.WARD_INIT_LOOPBACK}, {spec.Session, C.WARD_INIT_SESSION}, {spec.TTY, C.WARD_INIT_TTY}, {spec.BecomeRoot, C.WARD_INIT_BECOME_ROOT}, {spec.OCI, C.WARD_INIT_OCI}} {
+	}{{spec.LoopbackUp, C.WARD_INIT_LOOPBACK}, {spec.Session, C.WARD_INIT_SESSION}, {spec.TTY, C.WARD_INIT_TTY}, {spec.BecomeRoot, C.WARD_INIT_BECOME_ROOT}, {spec.OCI, C.WARD_INIT_OCI}, {spec.OCI && spec.RuntimeHooks, C.WARD_INIT_RUNTIME_HOOKS}} {
 		if f.on {
 			h.flags |= f.flag
 		}
@@ -63,8 +63,16 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	sections := [][]byte{[]byte(spec.Hostname), relay, root, gate}
-	lens := []*C.uint32_t{&h.hostname_len, &h.relay_len, &h.root_len, &h.gate_len}
+	var hooks []byte
+	if spec.OCI {
+		var n int
+		if hooks, n, err = packHooks(spec); err != nil {
+			return nil, err
+		}
+		h.hooks_count = C.uint32_t(n)
+	}
+	sections := [][]byte{[]byte(spec.Hostname), relay, root, gate, hooks}
+	lens := []*C.uint32_t{&h.hostname_len, &h.relay_len, &h.root_len, &h.gate_len, &h.hooks_len}
 	size := int(C.sizeof_struct_ward_init_hdr)
 	for i, s := range sections {
 		*lens[i] = C.uint32_t(len(s))
@@ -83,6 +91,40 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 }
 
 func pad8(n int) int { return (n + 7) &^ 7 }
+
+// packHooks is the hooks section (hooks_linux.h): NUL-terminated strings,
+// the state first, then each hook's kind, timeout, argc, envc, path,
+// arguments and environment; and how many strings. No hooks: none.
+func packHooks(spec *Spec) ([]byte, int, error) {
+	if len(spec.CreateHooks)+len(spec.StartHooks) == 0 {
+		return nil, 0, nil
+	}
+	strs := []string{string(spec.HookState)}
+	for _, k := range []struct {
+		kind  string
+		hooks []Hook
+	}{{"createContainer", spec.CreateHooks}, {"startContainer", spec.StartHooks}} {
+		for i, hk := range k.hooks {
+			args := hk.Args
+			if len(args) == 0 {
+				args = []string{hk.Path}
+			}
+			if !strings.HasPrefix(hk.Path, "/") || hk.Timeout < 0 || hk.Timeout > C.WARD_HOOK_MAX_TIMEOUT {
+				return nil, 0, &SetupError{Step: "send-config", Msg: fmt.Sprintf("%s hook #%d: path %q, timeout %d: want an absolute path and at most %d s", k.kind, i, hk.Path, hk.Timeout, C.WARD_HOOK_MAX_TIMEOUT)}
+			}
+			strs = append(strs, k.kind, strconv.Itoa(hk.Timeout), strconv.Itoa(len(args)), strconv.Itoa(len(hk.Env)), hk.Path)
+			strs = append(append(strs, args...), hk.Env...)
+		}
+	}
+	var b []byte
+	for _, s := range strs {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, 0, &SetupError{Step: "send-config", Msg: fmt.Sprintf("hook string %q holds a NUL", s)}
+		}
+		b = append(append(b, s...), 0)
+	}
+	return b, len(strs), nil
+}
 
 // relayArg is argv[1] of the proxy relay ("ward relay"), which the init
 // execs from ward's binary (relay_linux.go).

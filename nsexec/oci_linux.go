@@ -42,13 +42,14 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 	defer report.Close()
 	files := Files{list: append([]*os.File{}, opt.Files...)}
 	spec.OCI, spec.StartFD, spec.ReportFD = true, files.Add(start), files.Add(theirs)
+	spec.RuntimeHooks = opt.Hooks != nil
 	opt.Files, opt.OCI, opt.Session = files.List(), true, false
 	sb, err := Start(spec, stdio, opt)
 	theirs.Close()
 	if err != nil {
 		return 0, err
 	}
-	if err := sb.waitCreated(report, stdio.Console); err != nil {
+	if err := sb.waitCreated(report, opt.Hooks, stdio.Console); err != nil {
 		sb.Kill()
 		_ = sb.cmd.Wait()
 		sb.conn.Close()
@@ -63,9 +64,10 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 }
 
 // waitCreated reads the init's messages until "ready" (or its error),
-// then the report socket of the program's steps until "waiting"; a pty
-// master on the way goes to console.
-func (sb *Sandbox) waitCreated(report *os.File, console func(*os.File) error) error {
+// running the runtime's hooks when the init says "hooks" (init_linux.c's
+// table), then the report socket of the program's steps until "waiting";
+// a pty master on the way goes to console.
+func (sb *Sandbox) waitCreated(report *os.File, hooks func(pid int) error, console func(*os.File) error) error {
 	ready := false
 	for m := range sb.msgs {
 		switch m.Type {
@@ -73,6 +75,16 @@ func (sb *Sandbox) waitCreated(report *os.File, console func(*os.File) error) er
 			ready = true
 		case MsgError:
 			return m.setupError()
+		case MsgHooks:
+			if hooks == nil {
+				return &SetupError{Step: "runtime-hooks", Msg: "the init waits for hooks nobody runs"}
+			}
+			if err := hooks(sb.cmd.Process.Pid); err != nil {
+				return err
+			}
+			if _, err := sb.conn.Write([]byte{1}); err != nil {
+				return &SetupError{Step: "runtime-hooks", Errno: errno(err), Msg: "tell the init to go on: " + err.Error()}
+			}
 		}
 		if ready {
 			break

@@ -69,6 +69,11 @@ type Options struct {
 	OCI            bool
 	CloneFlags     uintptr
 	UIDMap, GIDMap []syscall.SysProcIDMap
+	// Hooks (OCI, Create), when set, runs the prestart and createRuntime
+	// hooks once the container's namespaces exist and its root is built,
+	// before the host's root is detached; pid is the init's. Its error
+	// ends the create.
+	Hooks func(pid int) error
 }
 
 // firstFD is the first fd the init inherits past its protocol socket (3).

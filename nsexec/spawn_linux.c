@@ -44,6 +44,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -431,6 +432,18 @@ static void fd_path(char *buf, int fd) {
 	buf[sizeof(pre) - 1 + n] = 0;
 }
 
+// start_hooks runs the startContainer hooks (hooks_linux.c) once start
+// opened the fifo (fifo), before the byte that lets start return: a hook
+// that fails ends this process without it (start then reports the
+// container gone), its error on the container's stderr.
+static void start_hooks(struct ward_gate *g, long fifo) {
+	char msg[WARD_HOOK_OUTPUT_MAX + 512];
+	if (ward_hooks_run(g->start_hooks, WARD_HOOK_START_CONTAINER, NULL, msg, sizeof(msg)) == 0) return;
+	dprintf(2, "ward-oci: start-container-hooks: %s\n", msg);
+	sys(SYS_close, fifo, 0, 0, 0, 0);
+	sys(SYS_exit_group, WARD_EXIT_SETUP, 0, 0, 0, 0);
+}
+
 // wait-start (an OCI container's create): tell the parent this process
 // is set up (it is in its cgroup, with its credentials), then open the
 // exec fifo for writing, which blocks until `start` opens it for reading,
@@ -455,6 +468,7 @@ static void step_wait_start(struct ward_gate *g, struct ward_report *r, const st
 	do fd = sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CLOEXEC, 0, 0);
 	while (fd == -EINTR);
 	CHECK(WARD_STEP_WAIT_START, fd, 1);
+	if (g->start_hooks) start_hooks(g, fd);
 	long n;
 	do n = sys(SYS_write, fd, (long)"0", 1, 0, 0);
 	while (n == -EINTR);

@@ -69,6 +69,8 @@ struct ward_report {
 	int64_t us[WARD_NSTEPS];
 };
 
+struct ward_hooks; // hooks_linux.h
+
 #define WARD_MAX_CGROUPS 16
 #define WARD_MAX_FILTERS 4
 
@@ -79,6 +81,7 @@ struct ward_gate {
 	int cgroup_fds[WARD_MAX_CGROUPS];
 	int wait_fd;   // read one byte here after entering the cgroup (-1: don't)
 	int start_fd;  // OCI: an O_PATH fd on the exec fifo, opened for writing before seccomp (-1: none)
+	const struct ward_hooks *start_hooks; // OCI: startContainer hooks, run once the fifo opened (NULL: none; not packed)
 	int report_fd; // SOCK_SEQPACKET, CLOEXEC
 	uint64_t nofile, nofile_hard, cpu_seconds, file_size; // nofile_hard 0: nofile
 	int ignore_xfsz;

@@ -63,6 +63,9 @@ const (
 	MsgExecError = "exec_error"
 	MsgStarted   = "started"
 	MsgExit      = "exit"
+	// MsgHooks (an OCI container with prestart or createRuntime hooks):
+	// the init waits for one byte on fd 3 while the parent runs them.
+	MsgHooks = "hooks"
 )
 
 // Spec is everything the init needs, fully resolved by the parent, which
@@ -148,6 +151,15 @@ type Spec struct {
 	Console     bool   `json:"console,omitempty"`
 	ConsoleRows uint16 `json:"console_rows,omitempty"`
 	ConsoleCols uint16 `json:"console_cols,omitempty"`
+	// OCI hooks the container runs itself (hooks_linux.c): CreateHooks
+	// (createContainer) by the init before the host's root is detached,
+	// StartHooks (startContainer) by the container's process once start
+	// opened the exec fifo. HookState is the state JSON on their stdin.
+	// RuntimeHooks: the init stops before the host's root is detached
+	// while the parent runs prestart and createRuntime (Options.Hooks).
+	CreateHooks, StartHooks []Hook `json:"-"`
+	HookState               []byte `json:"-"`
+	RuntimeHooks            bool   `json:"-"`
 	// TTY: the program stays in the caller's session and process group.
 	TTY bool `json:"tty"`
 	// Seccomp are the BPF filters the gate loads last, in order.
@@ -164,6 +176,15 @@ type Spec struct {
 	// the ruleset once the root is complete and every program's process
 	// enforces it after no_new_privs.
 	Landlock *fs.Landlock `json:"landlock,omitempty"`
+}
+
+// Hook is an OCI hook (runtime-spec's): its absolute path, its argv
+// (Args[0] first; none: the path), only its Env, killed after Timeout
+// seconds (0: never).
+type Hook struct {
+	Path      string
+	Args, Env []string
+	Timeout   int
 }
 
 // Exit is how the program ended, with the resource use of every process

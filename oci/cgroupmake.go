@@ -50,16 +50,30 @@ func (s *Store) MakeCgroup(cg string, r *Resources) (procs []*os.File, err error
 		}
 		procs = append(procs, f)
 	}
+	if err := s.writeCgroupFiles(cg, files, unified); err != nil {
+		return procs, err
+	}
+	if unified && len(r.Devices) > 0 {
+		if err := attachDeviceFilter(filepath.Join(s.cgroupRoot, cg), r.Devices); err != nil {
+			return procs, err
+		}
+	}
+	return procs, nil
+}
+
+// writeCgroupFiles writes the resources' files into the cgroup cg (in the
+// v2 tree, or in each file's v1 hierarchy): at create, and at update.
+func (s *Store) writeCgroupFiles(cg string, files []CgroupFile, unified bool) error {
 	for _, f := range files {
 		dir := filepath.Join(s.cgroupRoot, cg)
 		if !unified {
 			dir = filepath.Join(s.cgroupRoot, f.Controller, cg)
 		}
 		if err := writeCgroupFile(filepath.Join(dir, f.File), f.Value); err != nil {
-			return procs, err
+			return err
 		}
 	}
-	return procs, nil
+	return nil
 }
 
 // v1Hierarchies are the v1 hierarchies under the cgroup root: each

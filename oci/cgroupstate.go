@@ -231,3 +231,6 @@ func (s *Store) Freeze(st *State, freeze bool) error {
 
 // Pids are the host pids of every process in the container's cgroup.
 func (s *Store) Pids(st *State) ([]int, error) { return s.cgroupPids(st.CgroupPath) }
+
+// Unified says whether the host's cgroups are v2 (else v1).
+func (s *Store) Unified() bool { return s.unified() }

@@ -57,6 +57,24 @@ func TestRunHooks(t *testing.T) {
 	}
 }
 
+// TestRunHooksWarn: every hook runs; each failure is a warning naming it.
+func TestRunHooksWarn(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "order")
+	var warned []string
+	RunHooksWarn(context.Background(), "poststop", []specs.Hook{
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "echo 1 >> " + out + "; echo broken; exit 3"}},
+		{Path: "/nonexistent/hook"},
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "echo 3 >> " + out}},
+	}, specs.State{ID: "c"}, func(err error) { warned = append(warned, err.Error()) })
+	if b, _ := os.ReadFile(out); string(b) != "1\n3\n" {
+		t.Errorf("order %q: every hook runs", b)
+	}
+	if len(warned) != 2 || warned[0] != "poststop hook #0 (/bin/sh): exit status 3: output: broken" ||
+		!strings.HasPrefix(warned[1], "poststop hook #1 (/nonexistent/hook): ") {
+		t.Errorf("warnings %q", warned)
+	}
+}
+
 func TestSpecState(t *testing.T) {
 	s := testStore(t, true)
 	st := stateOf(t, "c", 0)

@@ -23,11 +23,6 @@ type Launch struct {
 // set up yet (config.json's reading accepts more than create can honour).
 func lifecycleUnsupported(c *Container) error {
 	p := c.Process
-	hooks := 0
-	if h := c.Hooks; h != nil {
-		//lint:ignore SA1019 prestart is deprecated but still in the spec, and callers still use it
-		hooks = len(h.Prestart) + len(h.CreateRuntime) + len(h.CreateContainer) + len(h.StartContainer) + len(h.Poststart) + len(h.Poststop)
-	}
 	for _, f := range []struct {
 		field string
 		set   bool
@@ -40,8 +35,6 @@ func lifecycleUnsupported(c *Container) error {
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
 		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
-		{"hooks", hooks > 0, "hooks are not run yet"},
-		{"linux.cgroupsPath", c.Cgroup.Systemd, "--systemd-cgroup is not set up yet"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
@@ -100,6 +93,9 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		flags |= ns.Flag
 	}
 	spec.LoopbackUp = flags&unix.CLONE_NEWNET != 0
+	if err := containerHooks(c, spec); err != nil {
+		return nil, err
+	}
 	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles}
 	if len(c.UIDMappings) > 0 {
 		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)

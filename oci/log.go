@@ -57,6 +57,11 @@ func (l *Logger) Warnf(format string, a ...any) {
 	}
 }
 
+// Warn logs a warning whatever the mode: for a log that is stderr, where
+// a warning runtime-spec requires (a failed poststart or poststop hook)
+// must show; a log file gets them from Warnf, only with --debug.
+func (l *Logger) Warn(msg string) { l.write("warning", msg) }
+
 // Debugf logs a debug line (only with --debug).
 func (l *Logger) Debugf(format string, a ...any) {
 	if l.debug {

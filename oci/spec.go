@@ -228,7 +228,12 @@ func inBundle(bundle, p string) string {
 	return filepath.Join(bundle, p)
 }
 
-// specHooks checks every hook: an absolute path, and a timeout above 0.
+// maxHookTimeout is the longest hook timeout ward takes (a day; the
+// init's hook runner's bound, nsexec/hooks_linux.h).
+const maxHookTimeout = 86400
+
+// specHooks checks every hook: an absolute path, a timeout above 0,
+// KEY=VALUE environment strings.
 func specHooks(h *specs.Hooks) (*specs.Hooks, error) {
 	if h == nil {
 		return nil, nil
@@ -244,8 +249,18 @@ func specHooks(h *specs.Hooks) (*specs.Hooks, error) {
 			if !filepath.IsAbs(hk.Path) {
 				return nil, invalid(field+".path", "%q is not an absolute path", hk.Path)
 			}
-			if hk.Timeout != nil && *hk.Timeout <= 0 {
-				return nil, invalid(field+".timeout", "%d: want a number of seconds above 0", *hk.Timeout)
+			if hk.Timeout != nil && (*hk.Timeout <= 0 || *hk.Timeout > maxHookTimeout) {
+				return nil, invalid(field+".timeout", "%d: want a number of seconds above 0, at most %d", *hk.Timeout, maxHookTimeout)
+			}
+			for j, kv := range hk.Env {
+				if !strings.Contains(kv, "=") || strings.ContainsRune(kv, 0) {
+					return nil, invalid(fmt.Sprintf("%s.env[%d]", field, j), "%q: want KEY=VALUE", kv)
+				}
+			}
+			for j, a := range hk.Args {
+				if strings.ContainsRune(a, 0) {
+					return nil, invalid(fmt.Sprintf("%s.args[%d]", field, j), "%q holds a NUL", a)
+				}
 			}
 		}
 	}

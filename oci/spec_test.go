@@ -269,6 +269,13 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 			zero := 0
 			s.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{{Path: "/bin/true", Timeout: &zero}}}
 		}, "hooks.createRuntime[0].timeout", false},
+		{"hook timeout past a day", SpecOptions{}, func(s *specs.Spec) {
+			long := 86401
+			s.Hooks = &specs.Hooks{StartContainer: []specs.Hook{{Path: "/bin/true", Timeout: &long}}}
+		}, "hooks.startContainer[0].timeout", false},
+		{"hook env", SpecOptions{}, func(s *specs.Spec) {
+			s.Hooks = &specs.Hooks{CreateContainer: []specs.Hook{{Path: "/bin/true", Env: []string{"A=1", "B"}}}}
+		}, "hooks.createContainer[0].env[1]", false},
 		{"unknown ward annotation", SpecOptions{}, func(s *specs.Spec) {
 			s.Annotations = map[string]string{"ward.reprot": "/tmp/r.json"}
 		}, "annotations.ward.reprot", false},

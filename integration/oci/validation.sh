@@ -2,6 +2,7 @@
 # The OCI runtime-tools validation suite against one runtime binary.
 #
 #   integration/oci/validation.sh RUNTIME [OUT]
+#   ONLY="hooks prestart" integration/oci/validation.sh RUNTIME [OUT]
 #
 # RUNTIME is an OCI runtime with runc's command line (bin/ward-oci, or
 # /usr/sbin/runc to compare). The suite is built from the Go module proxy at a
@@ -48,6 +49,11 @@ cgroup_dirs() {
 		[ -n "$own" ] && echo "$h${own%/}/testdir"
 	done
 }
+# Only the cgroup programs make them: a run of others (ONLY) neither
+# checks for them nor removes them (another run's may be there).
+if [ -n "${ONLY:-}" ] && ! echo " $ONLY " | grep -qE ' (linux_cgroups_[a-z_]*|delete_resources|delete_only_create_resources) '; then
+	cgroup_dirs() { :; }
+fi
 for d in $(cgroup_dirs); do
 	if [ -e "$d" ]; then
 		echo "$0: $d is already there: not this run's to remove; remove it or run elsewhere" >&2
@@ -86,6 +92,10 @@ chmod -R u+w "$work/rt"
 (cd "$work/rt" && GOFLAGS=-mod=mod make -s runtimetest validation-executables >"$work/build.log" 2>&1) ||
 	{ cat "$work/build.log" >&2; exit 1; }
 programs=$(cd "$work/rt" && make -s print-validation-tests)
+if [ -n "${ONLY:-}" ]; then
+	# ONLY="NAME ...": only those programs (hooks, prestart, ...).
+	programs=$(for p in $programs; do for o in $ONLY; do if [ "$(basename "$p" .t)" = "$o" ]; then echo "$p"; fi; done; done)
+fi
 echo "   built in $(( $(date +%s) - start )) s: $(echo $programs | wc -w) programs"
 
 # RUNTIME with a state root of this run's own.

@@ -40,6 +40,8 @@ struct parts {
 	size_t root_len;
 	const char *gate;
 	size_t gate_len;
+	const char *hooks; // h.hooks_count strings
+	size_t hooks_len;
 };
 
 static char *const gate_argv[] = {"prog", "-x", NULL};
@@ -94,7 +96,8 @@ static char *build(struct parts p, size_t *n) {
 	p.h.relay_len = (uint32_t)p.relay_len;
 	p.h.root_len = (uint32_t)p.root_len;
 	p.h.gate_len = (uint32_t)p.gate_len;
-	*n = sizeof(p.h) + pad8(p.h.hostname_len) + pad8(p.relay_len) + pad8(p.root_len) + pad8(p.gate_len);
+	p.h.hooks_len = (uint32_t)p.hooks_len;
+	*n = sizeof(p.h) + pad8(p.h.hostname_len) + pad8(p.relay_len) + pad8(p.root_len) + pad8(p.gate_len) + pad8(p.hooks_len);
 	char *b = calloc(1, *n), *q = b + sizeof(p.h);
 	memcpy(b, &p.h, sizeof(p.h));
 	memcpy(q, p.hostname, p.h.hostname_len);
@@ -104,8 +107,31 @@ static char *build(struct parts p, size_t *n) {
 	memcpy(q, p.root, p.root_len);
 	q += pad8(p.root_len);
 	if (p.gate_len) memcpy(q, p.gate, p.gate_len);
+	q += pad8(p.gate_len);
+	if (p.hooks_len) memcpy(q, p.hooks, p.hooks_len);
 	return b;
 }
+
+// join lays n strings out as a section (each with its NUL): *len bytes.
+static char *join(const char *const *s, size_t n, size_t *len) {
+	*len = 0;
+	for (size_t i = 0; i < n; i++) *len += strlen(s[i]) + 1;
+	char *b = malloc(*len ? *len : 1), *q = b;
+	for (size_t i = 0; i < n; i++) q = stpcpy(q, s[i]) + 1;
+	return b;
+}
+
+// A hooks section: the state, two createContainer hooks, a startContainer
+// one.
+static const char *const hook_strs[] = {
+    "{\"id\":\"c\"}",
+    "createContainer", "0", "2", "1", "/bin/sh", "sh", "-c", "K=v",
+    "createContainer", "5", "1", "0", "/bin/true", "true",
+    "startContainer", "0", "1", "0", "/bin/true", "true",
+};
+#define NHOOK_STRS (sizeof(hook_strs) / sizeof(hook_strs[0]))
+
+static void expect_bad(const char *what, struct parts p, long want);
 
 static void test_config_round_trip(void) {
 	size_t glen, n;
@@ -139,6 +165,32 @@ static void test_config_round_trip(void) {
 	EXPECT(!c.has_gate && !c.relay_argv && c.hostname[0] == 0, "session: gate %d", c.has_gate);
 	ward_init_free(&c);
 	free(b);
+
+	// An OCI container with hooks.
+	p = sample(gate, glen);
+	p.h.flags |= WARD_INIT_OCI | WARD_INIT_RUNTIME_HOOKS;
+	p.h.start_fd = 11;
+	p.h.report_fd = 12;
+	char *hooks = join(hook_strs, NHOOK_STRS, &p.hooks_len);
+	p.hooks = hooks;
+	p.h.hooks_count = NHOOK_STRS;
+	b = build(p, &n);
+	EXPECT(ward_init_parse(b, n, &c, &detail) == 0, "OCI with hooks: detail %ld", detail);
+	EXPECT(c.hooks.n[WARD_HOOK_CREATE_CONTAINER] == 2 && c.hooks.n[WARD_HOOK_START_CONTAINER] == 1 &&
+		   strcmp(c.hooks.state, hook_strs[0]) == 0,
+	       "hooks %u %u", c.hooks.n[0], c.hooks.n[1]);
+	ward_init_free(&c);
+	EXPECT(c.hooks.all == NULL && c.hooks.n[0] == 0, "hooks left after free");
+	free(b);
+	p.h.hooks_count--;
+	expect_bad("hooks' count short", p, 13);
+	p.h.hooks_count++;
+	p.h.flags &= ~(uint32_t)WARD_INIT_OCI;
+	p.h.start_fd = p.h.report_fd = -1;
+	expect_bad("runtime hooks without OCI", p, 4);
+	p.h.flags &= ~(uint32_t)WARD_INIT_RUNTIME_HOOKS;
+	expect_bad("hooks without OCI", p, 13);
+	free(hooks);
 	free(gate);
 }
 
@@ -150,7 +202,7 @@ static void expect_bad(const char *what, struct parts p, long want) {
 	long detail = -99;
 	int e = ward_init_parse(b, n, &c, &detail);
 	EXPECT(e == -EBADMSG && detail == want, "%s: got %d detail %ld, want EBADMSG detail %ld", what, e, detail, want);
-	EXPECT(c.relay_argv == NULL && !c.has_gate, "%s: left allocated", what);
+	EXPECT(c.relay_argv == NULL && !c.has_gate && c.hooks.all == NULL, "%s: left allocated", what);
 	free(b);
 }
 
@@ -297,6 +349,130 @@ static void test_exec_parse(void) {
 	free(gate);
 }
 
+// parse_hooks parses the n strings s as a hooks section (in *buf, to be
+// freed): the parser's result.
+static int parse_hooks(const char *const *s, size_t n, struct ward_hooks *hs, char **buf) {
+	size_t len;
+	*buf = join(s, n, &len);
+	return ward_hooks_parse(*buf, len, (uint32_t)n, hs);
+}
+
+static void test_hooks_parse(void) {
+	struct ward_hooks hs;
+	char *b;
+	EXPECT(parse_hooks(hook_strs, NHOOK_STRS, &hs, &b) == 0, "the sample");
+	const struct ward_hook *h = hs.h[WARD_HOOK_CREATE_CONTAINER];
+	EXPECT(hs.state_len == strlen(hook_strs[0]) && strcmp(h[0].path, "/bin/sh") == 0 && strcmp(h[0].argv[1], "-c") == 0 &&
+		   !h[0].argv[2] && strcmp(h[0].envp[0], "K=v") == 0 && !h[0].envp[1] && h[1].timeout_s == 5 && !h[1].envp[0] &&
+		   strcmp(hs.h[WARD_HOOK_START_CONTAINER][0].argv[0], "true") == 0,
+	       "the sample's fields");
+	ward_hooks_free(&hs);
+	// Every truncation (the same count).
+	size_t len;
+	char *full = join(hook_strs, NHOOK_STRS, &len);
+	for (size_t k = 0; k < len; k++) {
+		char *t = malloc(k ? k : 1);
+		memcpy(t, full, k);
+		EXPECT(ward_hooks_parse(t, k, NHOOK_STRS, &hs) == -EBADMSG && hs.all == NULL, "truncated to %zu", k);
+		free(t);
+	}
+	EXPECT(ward_hooks_parse(full, len, NHOOK_STRS - 1, &hs) == -EBADMSG, "a string past the count");
+	EXPECT(ward_hooks_parse(full, len, NHOOK_STRS + 1, &hs) == -EBADMSG, "a count past the strings");
+	EXPECT(ward_hooks_parse(full, 0, 0, &hs) == 0 && hs.n[0] == 0 && hs.n[1] == 0, "none");
+	free(full);
+	free(b);
+	const struct {
+		const char *what;
+		size_t at;
+		const char *v;
+	} bad[] = {
+	    {"an unknown kind", 1, "poststop"},
+	    {"createContainer after startContainer", 1, "startContainer"},
+	    {"a timeout past a day", 2, "86401"},
+	    {"a timeout with a letter", 2, "1x"},
+	    {"an empty timeout", 2, ""},
+	    {"11 digits", 2, "00000000001"},
+	    {"argc 0", 3, "0"},
+	    {"argc past the strings", 3, "99"},
+	    {"envc past the strings", 4, "99"},
+	    {"a relative path", 5, "bin/sh"},
+	    {"env without =", 8, "K"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *v[NHOOK_STRS];
+		memcpy(v, hook_strs, sizeof(v));
+		v[bad[i].at] = bad[i].v;
+		EXPECT(parse_hooks(v, NHOOK_STRS, &hs, &b) == -EBADMSG && hs.all == NULL, "%s", bad[i].what);
+		free(b);
+	}
+	// A hook's strings cut short of its argv.
+	EXPECT(parse_hooks(hook_strs, 7, &hs, &b) == -EBADMSG, "a hook cut short");
+	free(b);
+}
+
+// run_hooks parses the n strings s (state first) and runs their
+// createContainer hooks: ward_hooks_run's result, its message in msg.
+static int run_hooks(const char *const *s, size_t n, char *msg, size_t size) {
+	struct ward_hooks hs;
+	char *b;
+	int r = -99;
+	msg[0] = 0;
+	if (parse_hooks(s, n, &hs, &b) == 0) r = ward_hooks_run(&hs, WARD_HOOK_CREATE_CONTAINER, NULL, msg, size);
+	ward_hooks_free(&hs);
+	free(b);
+	return r;
+}
+
+static char *slurp(const char *dir, const char *name) {
+	static char buf[4096];
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f) fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+// test_hooks_run runs real hooks (/bin/sh) in a temp dir: the state on
+// stdin, only the hook's env, in order, the first failure with its
+// output, the timeout, a path that does not exist.
+static void test_hooks_run(void) {
+	char dir[] = "/tmp/ward-hooks-test.XXXXXX", c1[600], c2[600], c3[600], msg[4096];
+	if (!mkdtemp(dir)) {
+		EXPECT(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(c1, sizeof(c1), "cat > %s/state; echo \"$K ${HOME:-nohome}\" > %s/env; echo 1 >> %s/order", dir, dir, dir);
+	snprintf(c2, sizeof(c2), "echo 2 >> %s/order", dir);
+	const char *ok[] = {"{\"id\":\"c\",\"pid\":1}", "createContainer", "0", "3", "1", "/bin/sh", "sh", "-c", c1, "K=v",
+			    "createContainer", "0", "3", "0", "/bin/sh", "sh", "-c", c2};
+	EXPECT(run_hooks(ok, sizeof(ok) / sizeof(ok[0]), msg, sizeof(msg)) == 0, "two hooks: %s", msg);
+	EXPECT(strcmp(slurp(dir, "state"), ok[0]) == 0, "state on stdin: %s", slurp(dir, "state"));
+	EXPECT(strcmp(slurp(dir, "env"), "v nohome\n") == 0, "env: %s", slurp(dir, "env"));
+	EXPECT(strcmp(slurp(dir, "order"), "1\n2\n") == 0, "order: %s", slurp(dir, "order"));
+
+	snprintf(c3, sizeof(c3), "echo 3 >> %s/order; echo; echo broken >&2; exit 3", dir);
+	const char *fail[] = {"{}", "createContainer", "0", "3", "0", "/bin/sh", "sh", "-c", c3,
+			      "createContainer", "0", "3", "0", "/bin/sh", "sh", "-c", c2};
+	EXPECT(run_hooks(fail, sizeof(fail) / sizeof(fail[0]), msg, sizeof(msg)) == -1 &&
+		   strcmp(msg, "createContainer hook #0 (/bin/sh): exit status 3: output: broken") == 0,
+	       "a failing hook: %s", msg);
+	EXPECT(strcmp(slurp(dir, "order"), "1\n2\n3\n") == 0, "the hook after a failure ran: %s", slurp(dir, "order"));
+
+	const char *slow[] = {"{}", "createContainer", "1", "2", "0", "/bin/sleep", "sleep", "30"};
+	EXPECT(run_hooks(slow, sizeof(slow) / sizeof(slow[0]), msg, sizeof(msg)) == -1 &&
+		   strcmp(msg, "createContainer hook #0 (/bin/sleep): killed after its timeout of 1 s") == 0,
+	       "timeout: %s", msg);
+	const char *missing[] = {"{}", "createContainer", "0", "1", "0", "/nonexistent/hook", "hook"};
+	EXPECT(run_hooks(missing, sizeof(missing) / sizeof(missing[0]), msg, sizeof(msg)) == -1 &&
+		   strcmp(msg, "createContainer hook #0 (/nonexistent/hook): exit status 127: output: exec /nonexistent/hook: No such file or directory") == 0,
+	       "no such hook: %s", msg);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	EXPECT(system(cmd) == 0, "%s", cmd);
+}
+
 // expect_json ends j and compares its line with want.
 static void expect_json(const char *what, struct ward_json *j, const char *want) {
 	size_t n;
@@ -352,6 +528,8 @@ int main(void) {
 	test_config_round_trip();
 	test_config_malformed();
 	test_exec_parse();
+	test_hooks_parse();
+	test_hooks_run();
 	test_json();
 	if (failures) {
 		fprintf(stderr, "%d failure(s)\n", failures);

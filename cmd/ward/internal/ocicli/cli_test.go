@@ -403,7 +403,6 @@ func TestLifecycleFlags(t *testing.T) {
 	cmd := sleeper(t)
 	addContainer(t, root, "running", cmd.Process.Pid)
 	addContainer(t, root, "stopped", 0)
-	notImpl := "not implemented yet"
 	// create and run check config.json whole before they make anything.
 	caps := "domainname: not supported by ward"
 	for _, tt := range []struct {
@@ -422,8 +421,9 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"create", "--bundle", plain}, `"create" requires exactly 1 argument(s)`},
 		{[]string{"run", "--bundle", ttyStop, "new"}, caps},
 		{[]string{"run", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, "cannot use console socket if ward-oci will not detach or allocate tty"},
-		{[]string{"run", "-d", "--bundle", plain, "--pid-file", pidFile, "--keep", "--no-subreaper", "new"}, "run --detach: not supported yet"},
-		{[]string{"run", "--detach", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, "run --detach: not supported yet"},
+		{[]string{"run", "-d", "--bundle", plain, "--pid-file", pidFile, "--keep", "--no-subreaper", "new"}, caps},
+		{[]string{"run", "--detach", "--bundle", ttyStop, "--console-socket", "/run/s.sock", "new"}, caps},
+		{[]string{"run", "--detach", "--bundle", tty, "new"}, "cannot allocate tty if ward-oci will detach without setting console socket"},
 		{[]string{"start", "running"}, "cannot start an already running container"},
 		{[]string{"start", "stopped"}, "cannot start a container that has stopped"},
 		{[]string{"start", "nosuch"}, "does not exist"},
@@ -445,12 +445,17 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"pause", "running"}, "no cgroup of its own to freeze"},
 		{[]string{"resume", "running"}, "container running not paused"},
 		{[]string{"pause", "nosuch"}, "does not exist"},
-		{[]string{"update", "--resources", "-", "running"}, notImpl},
-		{[]string{"update", "-r", "/tmp/r.json", "--memory", "1000000", "--pids-limit", "10", "--cpu-quota", "1000", "running"}, notImpl},
-		{[]string{"ps", "running", "-ef"}, notImpl},
+		{[]string{"update", "--resources", "/nonexistent.json", "running"}, "no such file"},
+		{[]string{"update", "-r", "/tmp/r.json", "--memory", "1000000", "--pids-limit", "10", "--cpu-quota", "1000", "running"}, "give one or the other"},
+		{[]string{"update", "--memory", "1q", "running"}, `update --memory "1q"`},
+		{[]string{"update", "--cpu-share", "1", "running"}, "linux.resources.cpu.shares"},
+		{[]string{"update", "--l3-cache-schema", "L3:0=f", "running"}, "Intel RDT is not supported"},
+		{[]string{"update", "--pids-limit", "10", "running"}, "no cgroup of its own to update"},
+		{[]string{"update", "--pids-limit", "10", "stopped"}, "container not running"},
+		{[]string{"ps", "--format", "json", "running", "-ef"}, "ps options are only for --format table"},
 		{[]string{"ps", "-f", "yaml", "running"}, "invalid format option"},
-		{[]string{"events", "--interval=5s", "running"}, notImpl},
-		{[]string{"events", "--stats", "running"}, notImpl},
+		{[]string{"events", "--interval=5s", "stopped"}, "is not running"},
+		{[]string{"events", "--stats", "running"}, "no cgroup of its own"},
 		{[]string{"events", "--interval", "0s", "running"}, "duration interval must be greater than 0"},
 	} {
 		r := wardOCI(t, root, tt.args...)

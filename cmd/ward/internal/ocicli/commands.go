@@ -114,7 +114,7 @@ func (e *env) deleteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return e.store.Delete(st, force)
+			return e.deleteContainer(st, force)
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "Forcibly deletes the container if it is still running (uses SIGKILL)")

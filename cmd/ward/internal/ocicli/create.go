@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/wardbox/ward/cgroup"
 	"github.com/wardbox/ward/nsexec"
 	"github.com/wardbox/ward/oci"
 )
@@ -36,10 +37,17 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err := e.store.Create(st); err != nil {
 		return nil, err
 	}
+	hookErr := false
 	defer func() {
 		if err != nil {
+			state := e.store.SpecState(st)
 			st.InitPid = 0
 			_ = e.store.Delete(st, true)
+			if hookFailed(err, hookErr) {
+				// runtime-spec: a failed create hook stops the
+				// container, then the lifecycle goes on at delete.
+				e.poststop(st, state)
+			}
 			if f.master != nil {
 				f.master.Close()
 				f.master = nil
@@ -50,6 +58,20 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	fifo, err := e.store.MakeExecFifo(c.ID, uid, gid)
 	if err != nil {
 		return nil, err
+	}
+	if c.Cgroup.Systemd {
+		// The scope holds create itself until the container's process
+		// writes itself into the cgroup and create exits.
+		rootless, _ := e.isRootless()
+		if err := cgroup.StartScope(c.Cgroup.Unit, c.Cgroup.Slice, os.Getpid(), rootless); err != nil {
+			return nil, fmt.Errorf("--systemd-cgroup: scope %s in %s: %w", c.Cgroup.Unit, c.Cgroup.Slice, err)
+		}
+		// Where the manager put it (a user manager's slices are below
+		// its own cgroup): create is in it.
+		if cg, err = e.store.OwnCgroup(); err != nil {
+			return nil, err
+		}
+		st.SystemdUnit, st.CgroupPath = c.Cgroup.Unit, cg
 	}
 	procs, err := e.store.MakeCgroup(cg, &c.Resources)
 	if err != nil {
@@ -74,6 +96,7 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		}
 	}()
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
+	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
 	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: f.takeConsole}
 	pid, err := nsexec.Create(launch.Spec, fifo, stdio, launch.Opt)
 	if err != nil {
@@ -125,11 +148,9 @@ func ExitCode(err error) (int, bool) {
 
 // runContainer is create, start and, in the foreground, a wait for the program
 // (ward-oci is its parent), then delete unless --keep; it exits with the
-// program's status (128+N for a signal N, as runc).
+// program's status (128+N for a signal N, as runc). With --detach it
+// returns once the program is started.
 func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) error {
-	if f.detach {
-		return errors.New("run --detach: not supported yet: use create and start")
-	}
 	st, err := e.create(f, c, s)
 	if err != nil {
 		return err
@@ -139,8 +160,13 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 		console = oci.ProxyConsole(f.master, os.Stdin, os.Stdout)
 	}
 	if err := e.store.ReleaseExecFifo(st); err != nil {
-		_ = e.store.Delete(st, true)
+		_ = e.deleteContainer(st, true)
 		return err
+	}
+	e.poststart(st)
+	if f.detach {
+		// As create: the process re-parents to the caller's subreaper.
+		return nil
 	}
 	var ws unix.WaitStatus
 	for {
@@ -153,7 +179,7 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 		console.Wait() // the container's PID namespace is gone: so are the pty's holders
 	}
 	if !f.keep {
-		if derr := e.store.Delete(st, true); derr != nil && err == nil {
+		if derr := e.deleteContainer(st, true); derr != nil && err == nil {
 			err = derr
 		}
 	}

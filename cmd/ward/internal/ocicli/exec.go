@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/spf13/cobra"
@@ -125,48 +124,6 @@ func (e *env) pauseCmd(name, short string) *cobra.Command {
 	}
 }
 
-func (e *env) updateCmd() *cobra.Command {
-	var resources string
-	cmd := &cobra.Command{
-		Use:   "update [flags] <container-id>",
-		Short: "update container resource constraints",
-		Args:  exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if _, err := e.store.Load(args[0]); err != nil {
-				return err
-			}
-			return notImplemented("update")
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVarP(&resources, "resources", "r", "", "path to the file containing the resources to update or '-' to read from the standard input")
-	var s string
-	var n int
-	fl.IntVar(&n, "blkio-weight", 0, "Specifies per cgroup weight, range is from 10 to 1000")
-	for _, f := range []struct{ name, usage string }{
-		{"cpu-period", "CPU CFS period to be used for hardcapping (in usecs). 0 to use system default"},
-		{"cpu-quota", "CPU CFS hardcap limit (in usecs). Allowed cpu time in a given period"},
-		{"cpu-burst", "CPU CFS hardcap burst limit (in usecs). Allowed accumulated cpu time additionally for burst a given period"},
-		{"cpu-share", "CPU shares (relative weight vs. other containers)"},
-		{"cpu-rt-period", "CPU realtime period to be used for hardcapping (in usecs). 0 to use system default"},
-		{"cpu-rt-runtime", "CPU realtime hardcap limit (in usecs). Allowed cpu time in a given period"},
-		{"cpuset-cpus", "CPU(s) to use"},
-		{"cpuset-mems", "Memory node(s) to use"},
-		{"kernel-memory", "(obsoleted; do not use)"},
-		{"kernel-memory-tcp", "(obsoleted; do not use)"},
-		{"memory", "Memory limit (in bytes)"},
-		{"cpu-idle", "set cgroup SCHED_IDLE or not, 0: default behavior, 1: SCHED_IDLE"},
-		{"memory-reservation", "Memory reservation or soft_limit (in bytes)"},
-		{"memory-swap", "Total memory usage (memory + swap); set '-1' to enable unlimited swap"},
-		{"l3-cache-schema", "The string of Intel RDT/CAT L3 cache schema"},
-		{"mem-bw-schema", "The string of Intel RDT/MBA memory bandwidth schema"},
-	} {
-		fl.StringVar(&s, f.name, "", f.usage)
-	}
-	fl.IntVar(&n, "pids-limit", 0, "Maximum number of pids allowed in the container")
-	return cmd
-}
-
 func (e *env) psCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -181,12 +138,15 @@ func (e *env) psCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if format != "json" {
-				return notImplemented("ps --format table")
-			}
 			pids, err := e.store.Pids(st)
 			if err != nil {
 				return err
+			}
+			if format == "table" {
+				return psTable(e.stdout, pids, args[1:])
+			}
+			if len(args) > 1 {
+				return errors.New("ps options are only for --format table")
 			}
 			if pids == nil {
 				pids = []int{}
@@ -197,27 +157,5 @@ func (e *env) psCmd() *cobra.Command {
 	// What follows the id is ps(1)'s own options.
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVarP(&format, "format", "f", "table", "select one of: table or json")
-	return cmd
-}
-
-func (e *env) eventsCmd() *cobra.Command {
-	var interval time.Duration
-	var stats bool
-	cmd := &cobra.Command{
-		Use:   "events [flags] <container-id>",
-		Short: "display container events such as OOM notifications, cpu, memory, and IO usage statistics",
-		Args:  exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if interval <= 0 {
-				return errors.New("duration interval must be greater than 0")
-			}
-			if _, err := e.store.Load(args[0]); err != nil {
-				return err
-			}
-			return notImplemented("events")
-		},
-	}
-	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "set the stats collection interval")
-	cmd.Flags().BoolVar(&stats, "stats", false, "display the container's stats then exit")
 	return cmd
 }

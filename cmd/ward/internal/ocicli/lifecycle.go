@@ -17,8 +17,6 @@ import (
 // read and checked (and config.json with them), then this.
 var ErrNotImplemented = errors.New("not implemented yet: ward-oci does not run containers yet (docs/oci.md)")
 
-func notImplemented(cmd string) error { return fmt.Errorf("%s: %w", cmd, ErrNotImplemented) }
-
 // createFlags are create's (and run's) flags.
 type createFlags struct {
 	bundle        string
@@ -157,7 +155,14 @@ func (e *env) startCmd() *cobra.Command {
 			case oci.Running, oci.Paused:
 				return errors.New("cannot start an already running container")
 			}
-			return e.store.ReleaseExecFifo(st)
+			if err := e.store.ReleaseExecFifo(st); err != nil {
+				if h := hooksOf(st); h != nil && len(h.StartContainer) > 0 {
+					err = fmt.Errorf("%w (if a startContainer hook failed, its error is on the container's stderr)", err)
+				}
+				return err
+			}
+			e.poststart(st)
+			return nil
 		},
 	}
 }
