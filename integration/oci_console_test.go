@@ -185,6 +185,33 @@ func TestOCIConsoleRun(t *testing.T) {
 	}
 }
 
+// TestOCIConsoleRunDetach: run --detach with a terminal sends the pty
+// master to the console socket, as create does, and the program, started,
+// re-parents to the caller's subreaper.
+func TestOCIConsoleRunDetach(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("t5", "sh", "-c", ttyScript)
+	e.terminal(true)
+	sock, ch := consoleSocket(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	e.must(nil, "run", "--detach", "--bundle", e.bundle, "--console-socket", sock, "--pid-file", pidFile, "t5")
+	b, _ := os.ReadFile(pidFile)
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatalf("pid file %q", b)
+	}
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+	out := readPty(e.master(ch))
+	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 3 {
+		t.Errorf("the subreaper saw %v, want exit 3 (the program's)", ws)
+	}
+	if want := "/dev/pts/0\nisatty\nctty\n33 101\nowner 0\n"; out != want {
+		t.Errorf("the program wrote %q on its terminal, want %q", out, want)
+	}
+	e.must(nil, "delete", "t5")
+	e.gone("t5", pid)
+}
+
 // TestOCIConsoleExec: exec --tty gives the command a pty of its own from
 // the container's devpts, owned by its user: detached, the master goes to
 // the console socket (also for --process with terminal true); without
