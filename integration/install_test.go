@@ -94,79 +94,9 @@ func TestMakeInstall(t *testing.T) {
 			dest := t.TempDir()
 			out := makeRun(t, append([]string{"install", "DESTDIR=" + dest, "PREFIX=/usr/local"}, c.args...)...)
 
-			// The binary: 0755, no setuid or setgid bit, the one make built, and it runs.
-			bin := filepath.Join(dest, "usr/local/bin/ward")
-			fi, err := os.Stat(bin)
-			if err != nil {
-				t.Fatalf("binary not installed: %v\n%s", err, out)
-			}
-			if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
-				t.Errorf("%s: mode %v, want -rwxr-xr-x (0755, no setuid/setgid)", bin, fi.Mode())
-			}
-			built, err := os.ReadFile(filepath.Join(root, "bin/ward"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := os.ReadFile(bin); err != nil || !bytes.Equal(got, built) {
-				t.Errorf("%s is not bin/ward (err %v)", bin, err)
-			}
-			if o, err := exec.Command(bin, "version").CombinedOutput(); err != nil {
-				t.Errorf("installed ward version: %v\n%s", err, o)
-			}
-			// ward-oci: a link to ward beside it, answering as the OCI runtime.
-			oci := filepath.Join(dest, "usr/local/bin/ward-oci")
-			if target, err := os.Readlink(oci); err != nil || target != "ward" {
-				t.Errorf("%s: link to %q (err %v), want a link to ward", oci, target, err)
-			}
-			if o, err := exec.Command(oci, "--version").CombinedOutput(); err != nil || !strings.HasPrefix(string(o), "ward-oci version ") {
-				t.Errorf("installed ward-oci --version: %v\n%s", err, o)
-			}
-
-			// Man pages: every page make man wrote, 0644, ward.1 and ward-run.1 among them.
-			want, err := filepath.Glob(filepath.Join(root, "bin/man/*.1"))
-			if err != nil || len(want) == 0 {
-				t.Fatalf("no man pages in bin/man (err %v)", err)
-			}
-			manDir := filepath.Join(dest, "usr/local/share/man/man1")
-			var got []string
-			for _, p := range want {
-				got = append(got, filepath.Base(p))
-				checkFile(t, filepath.Join(manDir, filepath.Base(p)), 0o644, ".TH \"WARD")
-			}
-			for _, name := range []string{"ward.1", "ward-run.1"} {
-				if !slices.Contains(got, name) {
-					t.Errorf("man page %s missing from bin/man: %v", name, got)
-				}
-			}
-
-			// Completions where bash-completion, zsh and fish look for them.
-			checkFile(t, filepath.Join(dest, "usr/local/share/bash-completion/completions/ward"), 0o644, "__start_ward")
-			checkFile(t, filepath.Join(dest, "usr/local/share/zsh/site-functions/_ward"), 0o644, "#compdef ward")
-			checkFile(t, filepath.Join(dest, "usr/local/share/fish/vendor_completions.d/ward.fish"), 0o644, "complete -c ward")
-
-			// The AppArmor profile, attached to the installed path, only where AppArmor is.
-			profile := filepath.Join(dest, "etc/apparmor.d/ward")
-			if c.apparmor {
-				text := checkFile(t, profile, 0o644, "profile ward /usr/local/bin/ward flags=(unconfined) {")
-				for _, s := range []string{"abi <abi/4.0>,", "  userns,"} {
-					if !strings.Contains(text, s) {
-						t.Errorf("%s lacks %q:\n%s", profile, s, text)
-					}
-				}
-				if strings.Contains(text, "@BINDIR@") {
-					t.Errorf("%s still has @BINDIR@:\n%s", profile, text)
-				}
-				if !strings.Contains(out, "AppArmor: profile installed as "+profile+", not loaded (DESTDIR is set") {
-					t.Errorf("make install did not say what it did with the profile:\n%s", out)
-				}
-			} else {
-				if _, err := os.Lstat(profile); err == nil {
-					t.Errorf("%s installed where AppArmor is not present", profile)
-				}
-				if !strings.Contains(out, "AppArmor: not present here") {
-					t.Errorf("make install did not say it skipped the profile:\n%s", out)
-				}
-			}
+			checkInstalledBinaries(t, root, dest, out)
+			checkInstalledDocs(t, root, dest)
+			checkInstalledProfile(t, dest, out, c.apparmor)
 
 			out = makeRun(t, "uninstall", "DESTDIR="+dest, "PREFIX=/usr/local")
 			var left []string
@@ -186,6 +116,93 @@ func TestMakeInstall(t *testing.T) {
 				t.Errorf("apparmor_parser was run with DESTDIR set: %s", b)
 			}
 		})
+	}
+}
+
+// checkInstalledBinaries: ward at 0755, no setuid or setgid bit, the one
+// make built, and it runs; ward-oci a link to it answering as the OCI runtime.
+func checkInstalledBinaries(t *testing.T, root, dest, out string) {
+	t.Helper()
+	bin := filepath.Join(dest, "usr/local/bin/ward")
+	fi, err := os.Stat(bin)
+	if err != nil {
+		t.Fatalf("binary not installed: %v\n%s", err, out)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("%s: mode %v, want -rwxr-xr-x (0755, no setuid/setgid)", bin, fi.Mode())
+	}
+	built, err := os.ReadFile(filepath.Join(root, "bin/ward"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(bin); err != nil || !bytes.Equal(got, built) {
+		t.Errorf("%s is not bin/ward (err %v)", bin, err)
+	}
+	if o, err := exec.Command(bin, "version").CombinedOutput(); err != nil {
+		t.Errorf("installed ward version: %v\n%s", err, o)
+	}
+	// ward-oci: a link to ward beside it, answering as the OCI runtime.
+	oci := filepath.Join(dest, "usr/local/bin/ward-oci")
+	if target, err := os.Readlink(oci); err != nil || target != "ward" {
+		t.Errorf("%s: link to %q (err %v), want a link to ward", oci, target, err)
+	}
+	if o, err := exec.Command(oci, "--version").CombinedOutput(); err != nil || !strings.HasPrefix(string(o), "ward-oci version ") {
+		t.Errorf("installed ward-oci --version: %v\n%s", err, o)
+	}
+}
+
+// checkInstalledDocs: every man page make man wrote, 0644, ward.1 and
+// ward-run.1 among them; the completions where bash-completion, zsh and
+// fish look for them.
+func checkInstalledDocs(t *testing.T, root, dest string) {
+	t.Helper()
+	want, err := filepath.Glob(filepath.Join(root, "bin/man/*.1"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no man pages in bin/man (err %v)", err)
+	}
+	manDir := filepath.Join(dest, "usr/local/share/man/man1")
+	var got []string
+	for _, p := range want {
+		got = append(got, filepath.Base(p))
+		checkFile(t, filepath.Join(manDir, filepath.Base(p)), 0o644, ".TH \"WARD")
+	}
+	for _, name := range []string{"ward.1", "ward-run.1"} {
+		if !slices.Contains(got, name) {
+			t.Errorf("man page %s missing from bin/man: %v", name, got)
+		}
+	}
+
+	// Completions where bash-completion, zsh and fish look for them.
+	checkFile(t, filepath.Join(dest, "usr/local/share/bash-completion/completions/ward"), 0o644, "__start_ward")
+	checkFile(t, filepath.Join(dest, "usr/local/share/zsh/site-functions/_ward"), 0o644, "#compdef ward")
+	checkFile(t, filepath.Join(dest, "usr/local/share/fish/vendor_completions.d/ward.fish"), 0o644, "complete -c ward")
+}
+
+// checkInstalledProfile: the AppArmor profile, attached to the installed
+// path, only where AppArmor is (apparmor says whether it should be).
+func checkInstalledProfile(t *testing.T, dest, out string, apparmor bool) {
+	t.Helper()
+	profile := filepath.Join(dest, "etc/apparmor.d/ward")
+	if apparmor {
+		text := checkFile(t, profile, 0o644, "profile ward /usr/local/bin/ward flags=(unconfined) {")
+		for _, s := range []string{"abi <abi/4.0>,", "  userns,"} {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s lacks %q:\n%s", profile, s, text)
+			}
+		}
+		if strings.Contains(text, "@BINDIR@") {
+			t.Errorf("%s still has @BINDIR@:\n%s", profile, text)
+		}
+		if !strings.Contains(out, "AppArmor: profile installed as "+profile+", not loaded (DESTDIR is set") {
+			t.Errorf("make install did not say what it did with the profile:\n%s", out)
+		}
+	} else {
+		if _, err := os.Lstat(profile); err == nil {
+			t.Errorf("%s installed where AppArmor is not present", profile)
+		}
+		if !strings.Contains(out, "AppArmor: not present here") {
+			t.Errorf("make install did not say it skipped the profile:\n%s", out)
+		}
 	}
 }
 

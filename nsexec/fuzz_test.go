@@ -83,6 +83,13 @@ func FuzzGateUnpack(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(bare, landlock)
+		adj := -500
+		oci, err := packGateWith(&Spec{Args: []string{"x"}, OCIProc: &OCIProc{Groups: []uint32{1, 2}, Umask: 0o77, OOMScoreAdj: &adj,
+			Rlimits: []Rlimit{{Resource: 7, Soft: 1, Hard: 2}}, Sysctl: []string{"net.a=1", "kernel.domainname=x=y"}}}, fd)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(oci, landlock)
 	}
 	f.Add([]byte{}, false)
 	f.Add(make([]byte, 512), false)

@@ -39,6 +39,14 @@ type gateView struct {
 	Filters                                             [][]byte
 	Dir, File, Path                                     string
 	Args, Env                                           []string
+	// OCI: no_new_privs off, the groups, the umask, the OOM score, the
+	// rlimits and the sysctls.
+	NNPOff, OCIProc, SetUmask, SetOOM bool
+	Umask                             uint32
+	OOMScoreAdj                       int
+	Groups                            []uint32
+	Rlimits                           []Rlimit
+	Sysctl                            []string
 }
 
 // unpackGate runs the early child's parser on msg, with landlockFD as the
@@ -72,6 +80,18 @@ func viewGate(g *C.struct_ward_gate) *gateView {
 		v.Filters = append(v.Filters, C.GoBytes(g.filters[i], C.int(g.filter_len[i])*8))
 	}
 	v.Args, v.Env = goStrings(g.argv), goStrings(g.envp)
+	if g.sysctl != nil {
+		v.Sysctl = goStrings(g.sysctl)
+	}
+	v.NNPOff, v.OCIProc, v.SetUmask, v.SetOOM = g.oci_nnp_off != 0, g.oci_proc != 0, g.set_umask != 0, g.set_oom != 0
+	v.Umask, v.OOMScoreAdj = uint32(g.umask), int(g.oom_score_adj)
+	for i := 0; i < int(g.ngroups) && i < len(g.groups); i++ {
+		v.Groups = append(v.Groups, uint32(g.groups[i]))
+	}
+	for i := 0; i < int(g.nrlimits) && i < len(g.rlimits); i++ {
+		r := g.rlimits[i]
+		v.Rlimits = append(v.Rlimits, Rlimit{Resource: int(r.resource), Soft: uint64(r.cur), Hard: uint64(r.max)})
+	}
 	return v
 }
 

@@ -6,9 +6,10 @@
 // sanitizer-built unit tests (ctest/gate_test.c) and the fuzz target
 // (fuzz_test.go, through gate_fuzz_linux.go) can run them on any bytes.
 //
-// The message is the struct (pointers zeroed) and the counts of arguments
-// and environment, then the filters, dir, file, path, the arguments and
-// the environment, each string NUL-terminated. Both sides are the same
+// The message is the struct (pointers zeroed) and the counts of arguments,
+// environment and sysctls, then the filters, dir, file, path, the
+// arguments, the environment and the sysctls ("key=value"), each string
+// NUL-terminated. Both sides are the same
 // binary: the struct travels as it is laid out in memory.
 
 #define _GNU_SOURCE
@@ -20,7 +21,7 @@
 
 struct packed {
 	struct ward_gate g;
-	int32_t argc, envc;
+	int32_t argc, envc, sysctlc, pad;
 };
 
 // No config has this many arguments or variables (the socket's buffer is
@@ -31,20 +32,22 @@ struct packed {
 // freed), or NULL when out of memory.
 char *ward_pack_gate(const struct ward_gate *g, size_t *n) {
 	size_t size = sizeof(struct packed);
-	int argc = 0, envc = 0;
+	int argc = 0, envc = 0, sysctlc = 0;
 	for (int i = 0; i < g->nfilters; i++) size += (size_t)g->filter_len[i] * 8;
 	size += strlen(g->dir) + strlen(g->file) + strlen(g->path) + 3;
 	for (; g->argv[argc]; argc++) size += strlen(g->argv[argc]) + 1;
 	for (; g->envp[envc]; envc++) size += strlen(g->envp[envc]) + 1;
+	for (; g->sysctl && g->sysctl[sysctlc]; sysctlc++) size += strlen(g->sysctl[sysctlc]) + 1;
 	char *buf = calloc(1, size), *p = buf + sizeof(struct packed);
 	if (!buf) return NULL;
 	struct packed *pk = (struct packed *)buf;
 	pk->g = *g;
 	pk->argc = argc;
 	pk->envc = envc;
+	pk->sysctlc = sysctlc;
 	for (int i = 0; i < WARD_MAX_FILTERS; i++) pk->g.filters[i] = NULL;
 	pk->g.dir = pk->g.file = pk->g.path = NULL;
-	pk->g.argv = pk->g.envp = NULL;
+	pk->g.argv = pk->g.envp = pk->g.sysctl = NULL;
 	for (int i = 0; i < g->nfilters; i++) {
 		memcpy(p, g->filters[i], (size_t)g->filter_len[i] * 8);
 		p += (size_t)g->filter_len[i] * 8;
@@ -53,6 +56,7 @@ char *ward_pack_gate(const struct ward_gate *g, size_t *n) {
 	for (int i = 0; i < 3; i++) p = stpcpy(p, strs[i]) + 1;
 	for (int i = 0; i < argc; i++) p = stpcpy(p, g->argv[i]) + 1;
 	for (int i = 0; i < envc; i++) p = stpcpy(p, g->envp[i]) + 1;
+	for (int i = 0; i < sysctlc; i++) p = stpcpy(p, g->sysctl[i]) + 1;
 	*n = size;
 	return buf;
 }
@@ -75,8 +79,10 @@ static const char *take_str(char **p, char *end) {
 // has entered its cgroups already). It returns 0, or -EBADMSG (-ENOMEM)
 // with *detail saying which check failed: the size (n itself), 1 a count,
 // 2 a filter, 3 dir, file or path, 4 (ENOMEM) the arrays, 5 an argument,
-// 6 a variable, 7 bytes after the last, 8 the Landlock fd. Everything the
-// message says is checked against its size.
+// 6 a variable, 7 bytes after the last, 8 the Landlock fd, 9 a sysctl (no
+// "=" in it, or past the end). Everything the message says is checked
+// against its size; the counts of groups and rlimits against their arrays
+// (1).
 int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, long *detail) {
 	struct packed pk;
 	memset(g, 0, sizeof(*g));
@@ -85,7 +91,7 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 	memcpy(&pk, buf, sizeof(pk));
 	*g = pk.g;
 	g->dir = g->file = g->path = NULL;
-	g->argv = g->envp = NULL;
+	g->argv = g->envp = g->sysctl = NULL;
 	for (int i = 0; i < WARD_MAX_FILTERS; i++) g->filters[i] = NULL;
 	g->report_fd = g->wait_fd = g->start_fd = -1;
 	g->ncgroup = 0;
@@ -96,7 +102,8 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 	char *p = buf + sizeof(pk), *end = buf + n;
 	*detail = 1;
 	if (g->nfilters < 0 || g->nfilters > WARD_MAX_FILTERS || pk.argc < 1 || pk.envc < 0 || pk.argc > MAX_STRINGS ||
-	    pk.envc > MAX_STRINGS)
+	    pk.envc > MAX_STRINGS || pk.sysctlc < 0 || pk.sysctlc > MAX_STRINGS || g->ngroups < 0 ||
+	    g->ngroups > WARD_MAX_GROUPS || g->nrlimits < 0 || g->nrlimits > WARD_MAX_RLIMITS)
 		return -EBADMSG;
 	*detail = 2;
 	for (int i = 0; i < g->nfilters; i++) {
@@ -111,20 +118,25 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 		if (!(*strs[i] = take_str(&p, end))) return -EBADMSG;
 	*detail = 4;
 	char **argv = calloc((size_t)pk.argc + 1, sizeof(char *)), **envp = calloc((size_t)pk.envc + 1, sizeof(char *));
+	char **sysctl = pk.sysctlc ? calloc((size_t)pk.sysctlc + 1, sizeof(char *)) : NULL;
 	int e = 0;
-	if (!argv || !envp) e = -ENOMEM;
+	if (!argv || !envp || (pk.sysctlc && !sysctl)) e = -ENOMEM;
 	for (int i = 0; !e && i < pk.argc; i++)
 		if (!(argv[i] = (char *)take_str(&p, end))) *detail = 5, e = -EBADMSG;
 	for (int i = 0; !e && i < pk.envc; i++)
 		if (!(envp[i] = (char *)take_str(&p, end))) *detail = 6, e = -EBADMSG;
+	for (int i = 0; !e && i < pk.sysctlc; i++)
+		if (!(sysctl[i] = (char *)take_str(&p, end)) || !strchr(sysctl[i], '=')) *detail = 9, e = -EBADMSG;
 	if (!e && p != end) *detail = 7, e = -EBADMSG;
 	if (e) {
 		free(argv);
 		free(envp);
+		free(sysctl);
 		return e;
 	}
 	g->argv = argv;
 	g->envp = envp;
+	g->sysctl = sysctl;
 	*detail = 0;
 	return 0;
 }
@@ -133,5 +145,6 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 void ward_unpack_free(struct ward_gate *g) {
 	free((void *)g->argv);
 	free((void *)g->envp);
-	g->argv = g->envp = NULL;
+	free((void *)g->sysctl);
+	g->argv = g->envp = g->sysctl = NULL;
 }

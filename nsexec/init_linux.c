@@ -168,7 +168,8 @@ static void steps_json(struct ward_json *j, const struct ward_report *rep) {
 	ward_json_open(j, "steps", '[');
 	int n = rep ? WARD_STEP_EXEC : nsteps;
 	for (int i = 0; i < n; i++) {
-		if (rep && i == WARD_STEP_WAIT_START) continue; // untimed, and only an OCI container's
+		// untimed, or only an OCI container's
+		if (rep && (i == WARD_STEP_WAIT_START || i == WARD_STEP_OOM)) continue;
 		ward_json_open(j, NULL, '{');
 		ward_json_str(j, "step", rep ? ward_step_name(i) : steps[i].name);
 		ward_json_int(j, "us", rep ? rep->us[i] : steps[i].us);
@@ -296,6 +297,14 @@ static int step_close_fds(const struct ward_root *r, struct ward_root_out *o) {
 	return errno;
 }
 
+// set-hostname: always for ward's sandboxes; for an OCI container only
+// when config.json gives one (its UTS namespace may be a pod's, joined by
+// path, which ward's user namespace may not change).
+static int when_hostname(const struct ward_root *r) {
+	(void)r;
+	return !(cfg.h.flags & WARD_INIT_OCI) || cfg.hostname[0];
+}
+
 static int step_hostname(const struct ward_root *r, struct ward_root_out *o) {
 	(void)r;
 	if (sethostname(cfg.hostname, strlen(cfg.hostname)) == 0) return 0;
@@ -404,6 +413,22 @@ static int step_relay(const struct ward_root *r, struct ward_root_out *o) {
 	return -1;
 }
 
+static int when_sysctl(const struct ward_root *r) {
+	(void)r;
+	return (cfg.h.flags & WARD_INIT_OCI) && cfg.has_gate && cfg.gate.sysctl;
+}
+
+// set-sysctl (an OCI container): linux.sysctl, before the root is built
+// (ward_write_sysctls says why then).
+static int step_sysctl(const struct ward_root *r, struct ward_root_out *o) {
+	(void)r;
+	int bad = 0;
+	long e = ward_write_sysctls(cfg.gate.sysctl, &bad);
+	if (e == 0) return 0;
+	snprintf(o->what, sizeof(o->what), "sysctl %s", cfg.gate.sysctl[bad]);
+	return (int)-e;
+}
+
 // non-dumpable: nobody inside may ptrace the init or read its memory
 // through /proc.
 static int step_nondumpable(const struct ward_root *r, struct ward_root_out *o) {
@@ -478,9 +503,10 @@ static const struct ward_root_step oci_hook_steps[] = {
 static const struct ward_root_step steps_before_root[] = {
 	{"become-root", when_become_root, step_become_root},
 	{"close-inherited-fds", NULL, step_close_fds},
+	{"set-sysctl", when_sysctl, step_sysctl},
 };
 static const struct ward_root_step steps_after_root[] = {
-	{"set-hostname", NULL, step_hostname},
+	{"set-hostname", when_hostname, step_hostname},
 	{"loopback-up", when_loopback, step_loopback},
 	{"proxy-relay", when_relay, step_relay},
 	{"non-dumpable", NULL, step_nondumpable},

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 	"unsafe"
@@ -258,4 +259,52 @@ func takeConsole(master *os.File, console func(*os.File) error) error {
 		return &SetupError{Step: step, Msg: "a pty came that the caller did not ask for"}
 	}
 	return console(master)
+}
+
+// MqueueIn mounts a new mqueue file system of the IPC namespace at ipcPath
+// (an OCI container's, joined by path: a pod's) and returns it detached
+// (fsmount: in no mount namespace), for the init to attach by fd. The
+// init, root of ward's user namespace only, may not mount one for an IPC
+// namespace host root owns; the caller may. An mqueue file system shows
+// the IPC namespace of whoever mounts it, so a thread joins it first; that
+// thread then ends with its goroutine, never going back to the runtime.
+func MqueueIn(ipcPath string) (*os.File, error) {
+	ns, err := os.Open(ipcPath)
+	if err != nil {
+		return nil, &SetupError{Step: "mount-mqueue", Path: ipcPath, Errno: errno(err), Msg: err.Error()}
+	}
+	defer ns.Close()
+	type result struct {
+		f   *os.File
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends in that namespace
+		fail := func(what string, err error) {
+			c <- result{err: &SetupError{Step: "mount-mqueue", Path: ipcPath, Errno: errno(err), Msg: fmt.Sprintf("%s (IPC namespace %s): %v", what, ipcPath, err)}}
+		}
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWIPC); err != nil {
+			fail("setns", err)
+			return
+		}
+		fsfd, err := unix.Fsopen("mqueue", unix.FSOPEN_CLOEXEC)
+		if err != nil {
+			fail("fsopen mqueue", err)
+			return
+		}
+		defer unix.Close(fsfd)
+		if err := unix.FsconfigCreate(fsfd); err != nil {
+			fail("fsconfig create", err)
+			return
+		}
+		m, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		if err != nil {
+			fail("fsmount", err)
+			return
+		}
+		c <- result{f: os.NewFile(uintptr(m), "mqueue:"+ipcPath)}
+	}()
+	r := <-c
+	return r.f, r.err
 }

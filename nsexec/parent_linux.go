@@ -69,11 +69,26 @@ type Options struct {
 	OCI            bool
 	CloneFlags     uintptr
 	UIDMap, GIDMap []syscall.SysProcIDMap
+	// Join (OCI) are namespaces to join by path (linux.namespaces[].path)
+	// rather than make: the init is cloned from a thread that joined them
+	// (startOwnedBy). Network, IPC, UTS and cgroup namespaces only: setns
+	// joins those per thread, which a multithreaded process may do.
+	Join []JoinNS
+	// OnJoined (with Join) runs on that thread once it joined them, as
+	// the caller, before the clone: what the init, in ward's user
+	// namespace, may not change in them (their sysctls, the hostname).
+	OnJoined func() error
 	// Hooks (OCI, Create), when set, runs the prestart and createRuntime
 	// hooks once the container's namespaces exist and its root is built,
 	// before the host's root is detached; pid is the init's. Its error
 	// ends the create.
 	Hooks func(pid int) error
+}
+
+// JoinNS is a namespace to join: its path and CLONE_NEW* type.
+type JoinNS struct {
+	Path string
+	Flag uintptr
 }
 
 // firstFD is the first fd the init inherits past its protocol socket (3).
@@ -177,6 +192,16 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 		parent.Close()
 		return nil, err
 	}
+	joins, err := openJoins(opt.Join)
+	if err != nil {
+		parent.Close()
+		return nil, err
+	}
+	defer func() {
+		for _, j := range joins {
+			j.f.Close()
+		}
+	}()
 	extra := append([]*os.File{child}, files.List()...) // fd 3, then firstFD...
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
@@ -232,8 +257,12 @@ func Start(spec *Spec, stdio Stdio, opt Options) (*Sandbox, error) {
 	}
 	t0 := monoUs()
 	// Start returns once the child has exec'd (or failed to).
-	if err := startOwnedBy(cmd, HostUIDBase); err != nil {
+	if err := startOwnedBy(cmd, HostUIDBase, joins, opt.OnJoined); err != nil {
 		parent.Close()
+		var se *SetupError
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		return nil, &SetupError{Step: "clone", Errno: errno(err), Msg: err.Error()}
 	}
 	sb := &Sandbox{session: opt.Session, spec: spec, execCtl: execOurs, waiters: map[int]waiter{}, cmd: cmd, conn: parent,
@@ -593,13 +622,35 @@ const secbitNoSetUIDFixup = 1 << 2
 // back to other goroutines. The thread must live on: the child's
 // Pdeathsig follows the thread that cloned it. An unprivileged caller
 // owns its namespaces itself.
-func startOwnedBy(cmd *exec.Cmd, owner int) error {
-	if os.Geteuid() != 0 {
+//
+// With joins (an OCI container's namespaces given by path), the thread
+// joins them first, as the caller (setns needs CAP_SYS_ADMIN over the
+// namespace's owner, host root's for a pod's), and the child inherits
+// them; the thread then never goes back to the runtime: it ends with its
+// goroutine.
+func startOwnedBy(cmd *exec.Cmd, owner int, joins []openJoin, onJoined func() error) error {
+	if os.Geteuid() != 0 && len(joins) == 0 {
 		return cmd.Start()
 	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		for _, j := range joins {
+			if err := unix.Setns(int(j.f.Fd()), int(j.Flag)); err != nil {
+				errc <- &SetupError{Step: "join-namespace", Path: j.Path, Errno: errno(err), Msg: fmt.Sprintf("setns %s: %v", j.Path, err)}
+				return // the locked thread ends with this goroutine
+			}
+		}
+		if len(joins) > 0 && onJoined != nil {
+			if err := onJoined(); err != nil {
+				errc <- err
+				return
+			}
+		}
+		if os.Geteuid() != 0 {
+			errc <- cmd.Start()
+			return
+		}
 		bits, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_GET_SECUREBITS, 0, 0)
 		if e != 0 {
 			errc <- fmt.Errorf("prctl(PR_GET_SECUREBITS): %w", e)
@@ -622,10 +673,36 @@ func startOwnedBy(cmd *exec.Cmd, owner int) error {
 			errc <- err
 			select {}
 		}
+		if len(joins) > 0 {
+			errc <- err
+			return // in the container's namespaces: it ends, locked
+		}
 		runtime.UnlockOSThread()
 		errc <- err
 	}()
 	return <-errc
+}
+
+// openJoin is a namespace to join, opened.
+type openJoin struct {
+	JoinNS
+	f *os.File
+}
+
+// openJoins opens the namespaces to join; the caller closes them.
+func openJoins(js []JoinNS) ([]openJoin, error) {
+	var out []openJoin
+	for _, j := range js {
+		f, err := os.OpenFile(j.Path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, o := range out {
+				o.f.Close()
+			}
+			return nil, &SetupError{Step: "join-namespace", Path: j.Path, Errno: errno(err), Msg: err.Error()}
+		}
+		out = append(out, openJoin{JoinNS: j, f: f})
+	}
+	return out, nil
 }
 
 // SandboxUID is the uid (and gid) of the program inside.

@@ -304,7 +304,7 @@ static void set_limit(struct ward_gate *g, struct ward_report *r, int res, uint6
 static void step_rlimits(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
 	set_limit(g, r, RLIMIT_NOFILE, g->nofile, g->nofile_hard ? g->nofile_hard : g->nofile);
-	set_limit(g, r, RLIMIT_CORE, 0, 0);
+	if (!g->oci_proc) set_limit(g, r, RLIMIT_CORE, 0, 0); // an OCI container's is config.json's
 	if (g->cpu_seconds) set_limit(g, r, RLIMIT_CPU, g->cpu_seconds, g->cpu_seconds + 1);
 	// Without a cgroup, the process limit: the kernel counts the sandbox
 	// user's processes in the sandbox's own user namespace.
@@ -312,6 +312,9 @@ static void step_rlimits(struct ward_gate *g, struct ward_report *r, const struc
 	// Memory per process, where no cgroup holds the sandbox's.
 	if (g->data) set_limit(g, r, RLIMIT_DATA, g->data, g->data);
 	if (g->file_size) set_limit(g, r, RLIMIT_FSIZE, g->file_size, g->file_size);
+	// OCI: process.rlimits, after ward's own (they win). Raising a hard
+	// limit needs CAP_SYS_RESOURCE over the host, as with runc.
+	for (int i = 0; i < g->nrlimits; i++) set_limit(g, r, g->rlimits[i].resource, g->rlimits[i].cur, g->rlimits[i].max);
 }
 
 // enter-cgroup-namespace: unshared after entering the cgroup, the
@@ -319,7 +322,59 @@ static void step_rlimits(struct ward_gate *g, struct ward_report *r, const struc
 // It needs CAP_SYS_ADMIN, so before the privileges go.
 static void step_cgroupns(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
+	if (g->keep_cgroupns) return;
 	CHECK(WARD_STEP_CGROUPNS, sys(SYS_unshare, CLONE_NEWCGROUP, 0, 0, 0, 0), 0);
+}
+
+// ward_write_sysctls: an OCI container's linux.sysctl (and domainname, as
+// kernel.domainname), in order, written by its init in its namespaces
+// before it builds the root (init_linux.c's set-sysctl): each "key=value"
+// to /proc/sys/key (dots as slashes) of the host's procfs, still mounted
+// then, whose /proc/sys shows the writer's own namespaces; the container's
+// /proc/sys may be read-only (readonlyPaths). The config was checked
+// (oci.Spec): only keys the container's own namespaces hold.
+// kernel.hostname and kernel.domainname through their system calls: their
+// /proc/sys files are the host root's to write, whatever the namespace.
+long ward_write_sysctls(char *const *kv, int *bad) {
+	for (int i = 0; kv && kv[i]; i++) {
+		*bad = i;
+		const char *eq = strchr(kv[i], '=');
+		if (!eq) return -EINVAL;
+		size_t klen = (size_t)(eq - kv[i]);
+		const char *val = eq + 1;
+		long e;
+		if (klen == 15 && memcmp(kv[i], "kernel.hostname", 15) == 0) {
+			e = sys(SYS_sethostname, (long)val, (long)strlen(val), 0, 0, 0);
+		} else if (klen == 17 && memcmp(kv[i], "kernel.domainname", 17) == 0) {
+			e = sys(SYS_setdomainname, (long)val, (long)strlen(val), 0, 0, 0);
+		} else {
+			char path[256] = "/proc/sys/";
+			size_t pre = strlen(path);
+			if (klen >= sizeof(path) - pre) return -ENAMETOOLONG;
+			for (size_t k = 0; k < klen; k++) path[pre + k] = kv[i][k] == '.' ? '/' : kv[i][k];
+			path[pre + klen] = 0;
+			e = write_file(path, val);
+		}
+		if (e < 0) return e;
+	}
+	return 0;
+}
+
+// set-oom-score-adj (OCI): process.oomScoreAdj, before the privileges
+// go. Raising it needs none; lowering it below what ward-oci's caller had
+// needs CAP_SYS_RESOURCE over the host, as with runc.
+static void step_oom(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	if (!g->set_oom) return;
+	char buf[16], digits[12];
+	int n = 0, d = 0;
+	unsigned v = g->oom_score_adj < 0 ? (unsigned)-(long)g->oom_score_adj : (unsigned)g->oom_score_adj;
+	if (g->oom_score_adj < 0) buf[n++] = '-';
+	do digits[d++] = (char)('0' + v % 10);
+	while ((v /= 10) && d < 11);
+	while (d > 0) buf[n++] = digits[--d];
+	buf[n] = 0;
+	CHECK(WARD_STEP_OOM, write_file("/proc/self/oom_score_adj", buf), g->oom_score_adj);
 }
 
 // drop-bounding-set: the bounding and ambient sets (and the securebits
@@ -361,9 +416,12 @@ static void step_user(struct ward_gate *g, struct ward_report *r, const struct w
 	uint32_t gid = g->gid;
 	// Under an unprivileged caller's single mapping the kernel denies
 	// setgroups(2): the groups stay the caller's (unmapped: nogroup).
-	if (!g->keep_groups) CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
+	// OCI: exactly process.user.additionalGids, as runc sets them.
+	if (g->oci_proc && !g->keep_groups) CHECK(WARD_STEP_USER, sys(SYS_setgroups, g->ngroups, (long)g->groups, 0, 0, 0), 0);
+	else if (!g->keep_groups) CHECK(WARD_STEP_USER, sys(SYS_setgroups, 1, (long)&gid, 0, 0, 0), 0);
 	CHECK(WARD_STEP_USER, sys(SYS_setresgid, g->gid, g->gid, g->gid, 0, 0), 1);
 	CHECK(WARD_STEP_USER, sys(SYS_setresuid, g->uid, g->uid, g->uid, 0, 0), 2);
+	if (g->set_umask) sys(SYS_umask, g->umask, 0, 0, 0, 0); // it cannot fail
 }
 
 // oci_caps sets config.json's effective, permitted and inheritable sets,
@@ -398,8 +456,12 @@ static void step_caps(struct ward_gate *g, struct ward_report *r, const struct w
 		if (data[i].effective | data[i].permitted | data[i].inheritable) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_CAPS, -EPERM, 2);
 }
 
+// no-new-privs: always for ward's own programs; for an OCI container
+// only when process.noNewPrivileges says so (its seccomp filters were
+// then loaded before the capabilities went: step_seccomp_early).
 static void step_nnp(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
+	if (g->oci_nnp_off) return;
 	CHECK(WARD_STEP_NNP, sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
 }
 
@@ -504,6 +566,18 @@ static void step_seccomp(struct ward_gate *g, struct ward_report *r, const struc
 	}
 }
 
+// seccomp, early (OCI, noNewPrivileges false): without no_new_privs the
+// kernel loads a filter only for a process with CAP_SYS_ADMIN over its
+// user namespace, which the container's process may not keep: loaded
+// here, before the capabilities go, as runc does. The filter then sees
+// the steps after it (a profile that denies setresuid, capset or prctl
+// fails the container, as under runc).
+static void step_seccomp_early(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	if (!g->oci_nnp_off) return;
+	step_seccomp(g, r, early);
+	g->nfilters = 0; // loaded
+}
+
 // exec: as a shell finds a command (glibc's execvp): a name with a slash
 // as is, else each directory of PATH (an empty one is "."); EACCES when it
 // was found only without execute permission, ENOENT when nowhere. ENOEXEC
@@ -562,6 +636,8 @@ static const struct {
 	{WARD_STEP_USERNS, step_userns},
 	{WARD_STEP_RLIMITS, step_rlimits},
 	{WARD_STEP_CGROUPNS, step_cgroupns},
+	{WARD_STEP_OOM, step_oom},
+	{WARD_STEP_SECCOMP, step_seccomp_early},
 	{WARD_STEP_BOUNDING, step_bounding},
 	{WARD_STEP_SECUREBITS, step_securebits},
 	{WARD_STEP_USER, step_user},

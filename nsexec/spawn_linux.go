@@ -27,6 +27,9 @@ const (
 	// ExitSetup (71) is the exit status of a setup failure: the init's, the
 	// program's process's before exec, and ward's.
 	ExitSetup = C.WARD_EXIT_SETUP
+	// MaxGroups is how many supplementary groups an OCI process may have
+	// (spawn_linux.h).
+	MaxGroups = C.WARD_MAX_GROUPS
 )
 
 // gateSteps name the steps of the program's process from fork to exec
@@ -90,11 +93,38 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 	if spec.NestUserns {
 		g.nest_userns = 1
 	}
+	if spec.KeepCgroupNS {
+		g.keep_cgroupns = 1
+	}
 	g.landlock_fd = -1 // the init's ruleset, which it fills in
 	if c := spec.Caps; c != nil {
 		g.oci_caps = 1
 		g.cap_bounding, g.cap_effective, g.cap_permitted = C.uint64_t(c[0]), C.uint64_t(c[1]), C.uint64_t(c[2])
 		g.cap_inheritable, g.cap_ambient = C.uint64_t(c[3]), C.uint64_t(c[4])
+	}
+	if o := spec.OCIProc; o != nil {
+		if len(o.Groups) > C.WARD_MAX_GROUPS || len(o.Rlimits) > C.WARD_MAX_RLIMITS {
+			free()
+			return nil, nil, &SetupError{Step: gateSteps[C.WARD_STEP_FORK], Msg: fmt.Sprintf("%d groups, %d rlimits: too many", len(o.Groups), len(o.Rlimits))}
+		}
+		if !o.NoNewPrivs {
+			g.oci_nnp_off = 1
+		}
+		g.set_umask, g.umask = 1, C.uint32_t(o.Umask)
+		if o.OOMScoreAdj != nil {
+			g.set_oom, g.oom_score_adj = 1, C.int(*o.OOMScoreAdj)
+		}
+		g.oci_proc, g.ngroups = 1, C.int(len(o.Groups))
+		for i, gid := range o.Groups {
+			g.groups[i] = C.uint32_t(gid)
+		}
+		g.nrlimits = C.int(len(o.Rlimits))
+		for i, rl := range o.Rlimits {
+			g.rlimits[i].resource, g.rlimits[i].cur, g.rlimits[i].max = C.int32_t(rl.Resource), C.uint64_t(rl.Soft), C.uint64_t(rl.Hard)
+		}
+		if len(o.Sysctl) > 0 {
+			g.sysctl = cvec(o.Sysctl)
+		}
 	}
 	if spec.SeccompNotify != "" {
 		g.notify = 1
@@ -167,8 +197,13 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 	case C.WARD_STEP_CGROUP:
 		what, hint = fmt.Sprintf("write 0 to cgroup.procs (fd %d)", detail), " (ward needs Linux 5.16 or later)"
 	case C.WARD_STEP_RLIMITS:
-		names := map[int64]string{unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_CPU: "RLIMIT_CPU", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE", unix.RLIMIT_NPROC: "RLIMIT_NPROC", unix.RLIMIT_DATA: "RLIMIT_DATA"}
+		names := map[int64]string{unix.RLIMIT_NOFILE: "RLIMIT_NOFILE", unix.RLIMIT_CORE: "RLIMIT_CORE", unix.RLIMIT_CPU: "RLIMIT_CPU", unix.RLIMIT_FSIZE: "RLIMIT_FSIZE", unix.RLIMIT_NPROC: "RLIMIT_NPROC", unix.RLIMIT_DATA: "RLIMIT_DATA",
+			unix.RLIMIT_AS: "RLIMIT_AS", unix.RLIMIT_LOCKS: "RLIMIT_LOCKS", unix.RLIMIT_MEMLOCK: "RLIMIT_MEMLOCK", unix.RLIMIT_MSGQUEUE: "RLIMIT_MSGQUEUE", unix.RLIMIT_NICE: "RLIMIT_NICE",
+			unix.RLIMIT_RSS: "RLIMIT_RSS", unix.RLIMIT_RTPRIO: "RLIMIT_RTPRIO", unix.RLIMIT_RTTIME: "RLIMIT_RTTIME", unix.RLIMIT_SIGPENDING: "RLIMIT_SIGPENDING", unix.RLIMIT_STACK: "RLIMIT_STACK"}
 		what = "setrlimit " + names[detail]
+		if errno == syscall.EPERM {
+			hint = " (raising a hard limit needs CAP_SYS_RESOURCE)"
+		}
 	case C.WARD_STEP_CGROUPNS:
 		what = "unshare(CLONE_NEWCGROUP)"
 	case C.WARD_STEP_BOUNDING:
@@ -182,6 +217,11 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 		what = [...]string{fmt.Sprintf("setgroups(%d)", spec.GID), fmt.Sprintf("setresgid(%d)", spec.GID), fmt.Sprintf("setresuid(%d)", spec.UID)}[idx]
 	case C.WARD_STEP_CAPS:
 		what = [...]string{"capset", "capget", "capabilities still set after capset"}[idx]
+	case C.WARD_STEP_OOM:
+		what = fmt.Sprintf("write %d to /proc/self/oom_score_adj", detail)
+		if errno == syscall.EACCES || errno == syscall.EPERM {
+			hint = " (lowering it below the caller's needs CAP_SYS_RESOURCE)"
+		}
 	case C.WARD_STEP_NNP:
 		what = "PR_SET_NO_NEW_PRIVS"
 	case C.WARD_STEP_LANDLOCK:

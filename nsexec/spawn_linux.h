@@ -23,6 +23,7 @@
 	X(USERNS, "enter-user-namespace")         \
 	X(RLIMITS, "set-rlimits")                 \
 	X(CGROUPNS, "enter-cgroup-namespace")     \
+	X(OOM, "set-oom-score-adj") /* OCI */     \
 	X(BOUNDING, "drop-bounding-set")          \
 	X(SECUREBITS, "lock-securebits")          \
 	X(USER, "set-user")                       \
@@ -73,6 +74,13 @@ struct ward_hooks; // hooks_linux.h
 
 #define WARD_MAX_CGROUPS 16
 #define WARD_MAX_FILTERS 4
+#define WARD_MAX_RLIMITS 16 // RLIM_NLIMITS
+#define WARD_MAX_GROUPS 64  // process.user.additionalGids
+
+struct ward_rlimit {
+	int32_t resource, pad;
+	uint64_t cur, max;
+};
 
 struct ward_gate {
 	int stdio[3]; // dup'd to 0, 1, 2 (stdio[0] < 0: keep 0-2)
@@ -88,6 +96,7 @@ struct ward_gate {
 	int uid, gid;
 	int keep_groups; // setgroups is denied here (an unprivileged caller's single mapping)
 	int nest_userns; // enter a user namespace of the program's own (see enter-user-namespace)
+	int keep_cgroupns; // OCI: the cgroup namespace was joined by path: no new one
 	uint64_t nproc;  // RLIMIT_NPROC, soft and hard (0: leave it)
 	uint64_t data;   // RLIMIT_DATA, soft and hard (0: leave it)
 	int landlock_fd; // a Landlock ruleset to enforce after no_new_privs (-1: none)
@@ -99,6 +108,18 @@ struct ward_gate {
 	// of console_rows x console_cols (0: the kernel's size).
 	int console;
 	uint16_t console_rows, console_cols;
+	// OCI: the process as config.json asks for it (ward's own program
+	// leaves these 0: no_new_privs always, its own groups and limits).
+	int oci_nnp_off; // no_new_privs stays unset; the seccomp filters then load before the capabilities go
+	int set_umask;
+	uint32_t umask;
+	int set_oom; // write oom_score_adj before the privileges go
+	int oom_score_adj;
+	int oci_proc; // the groups are exactly groups[0..ngroups); no RLIMIT_CORE of ward's
+	int ngroups;
+	uint32_t groups[WARD_MAX_GROUPS];
+	int nrlimits; // set after ward's own, in order
+	struct ward_rlimit rlimits[WARD_MAX_RLIMITS];
 	int notify;      // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];
@@ -106,6 +127,9 @@ struct ward_gate {
 	const char *dir, *file, *path;
 	char *const *argv;
 	char *const *envp;
+	// OCI: "key=value" sysctls, which the init writes before it builds
+	// the root (ward_write_sysctls); NULL-terminated, NULL for none.
+	char *const *sysctl;
 };
 
 // ward_cmsg_fd is the control buffer of a message that carries one fd.
@@ -132,6 +156,10 @@ int ward_spawn(struct ward_gate *g);
 // container's init becomes its program); it returns only by exiting.
 void __attribute__((noreturn)) ward_become(struct ward_gate *g);
 int ward_send_gate_to(struct ward_gate *g, int fd);
+// ward_write_sysctls writes the "key=value" sysctls kv (an OCI
+// container's, spawn_linux.c): 0, or a negative errno with *bad the index
+// of the one that failed.
+long ward_write_sysctls(char *const *kv, int *bad);
 void __attribute__((noreturn)) ward_early_child(int fd, int ncg);
 extern int ward_early_pid, ward_early_fd;
 

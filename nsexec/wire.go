@@ -121,8 +121,11 @@ type Spec struct {
 	// NestUserns puts the program in a user namespace of its own (same
 	// single mapping), so that RLIMIT_NPROC counts its processes only, not
 	// the init's threads of the same uid.
-	NestUserns bool   `json:"nest_userns,omitempty"`
-	NProc      uint64 `json:"nproc,omitempty"`
+	NestUserns bool `json:"nest_userns,omitempty"`
+	// KeepCgroupNS (OCI): the container joined a cgroup namespace by
+	// path; the program's process makes none of its own.
+	KeepCgroupNS bool   `json:"keep_cgroupns,omitempty"`
+	NProc        uint64 `json:"nproc,omitempty"`
 	// DataBytes is RLIMIT_DATA (0: leave it): memory per process where no
 	// cgroup holds the sandbox's (--limits=best-effort).
 	DataBytes uint64 `json:"data,omitempty"`
@@ -141,9 +144,12 @@ type Spec struct {
 	// Caps (OCI) are config.json's capability sets, kept where ward's
 	// program keeps none: bounding, effective, permitted, inheritable,
 	// ambient (bit N: capability N). nil: none at all, ward's rule.
-	Caps     *[5]uint64 `json:"caps,omitempty"`
-	StartFD  int        `json:"start_fd,omitempty"`
-	ReportFD int        `json:"report_fd,omitempty"`
+	Caps *[5]uint64 `json:"caps,omitempty"`
+	// OCIProc (OCI) is the rest of config.json's process (and sysctls)
+	// where ward's own program has its own rules; nil: ward's.
+	OCIProc  *OCIProc `json:"oci_proc,omitempty"`
+	StartFD  int      `json:"start_fd,omitempty"`
+	ReportFD int      `json:"report_fd,omitempty"`
 	// Console (OCI: process.terminal): the program's process allocates a
 	// pty from the container's devpts, makes the slave its stdio and
 	// controlling terminal, and sends the master up (Stdio.Console), of
@@ -176,6 +182,32 @@ type Spec struct {
 	// the ruleset once the root is complete and every program's process
 	// enforces it after no_new_privs.
 	Landlock *fs.Landlock `json:"landlock,omitempty"`
+}
+
+// OCIProc is what an OCI container's process (or an exec'd command's)
+// takes from config.json on top of ward's steps (spawn_linux.c).
+type OCIProc struct {
+	// NoNewPrivs is process.noNewPrivileges: false leaves no_new_privs
+	// unset (the seccomp filters then load before the capabilities go).
+	NoNewPrivs bool `json:"nnp"`
+	// Groups are exactly the supplementary groups (additionalGids).
+	Groups []uint32 `json:"groups,omitempty"`
+	// Umask is the umask (0022 when config.json gives none, as runc).
+	Umask uint32 `json:"umask"`
+	// OOMScoreAdj, when set, is written before the privileges go.
+	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
+	// Rlimits are set after ward's own, in order.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Sysctl are "key=value", written in order by the container's init
+	// before it builds the root (not for an exec'd command).
+	Sysctl []string `json:"sysctl,omitempty"`
+}
+
+// Rlimit is one resource limit: an RLIMIT_* number, soft and hard.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Soft     uint64 `json:"soft"`
+	Hard     uint64 `json:"hard"`
 }
 
 // Hook is an OCI hook (runtime-spec's): its absolute path, its argv

@@ -3,6 +3,8 @@ package oci
 import (
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +19,9 @@ import (
 type Launch struct {
 	Spec *nsexec.Spec
 	Opt  nsexec.Options
+	// ipcPath is the IPC namespace joined by path ("": a new one or
+	// none): its mqueue mounts are made on the host (AttachSources).
+	ipcPath string
 }
 
 // lifecycleUnsupported is the first field of c that the lifecycle does not
@@ -28,12 +33,8 @@ func lifecycleUnsupported(c *Container) error {
 		set   bool
 		why   string
 	}{
-		{"process.user.additionalGids", len(p.AdditionalGids) > 0, "supplementary groups are not set up yet"},
-		{"process.user.umask", p.Umask != nil && *p.Umask != 0o022, "the umask is not set up yet"},
-		{"process.oomScoreAdj", p.OOMScoreAdj != nil, "not set up yet"},
-		{"domainname", c.Domainname != "", "not set up yet"},
+		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
 		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
-		{"linux.sysctl", len(c.Sysctl) > 0, "not set up yet"},
 		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
@@ -41,24 +42,27 @@ func lifecycleUnsupported(c *Container) error {
 			return unsupported(f.field, f.why)
 		}
 	}
-	for i, r := range p.Rlimits {
-		if r.Resource != unix.RLIMIT_NOFILE {
-			return unsupported(fmt.Sprintf("process.rlimits[%d]", i), "only RLIMIT_NOFILE is set up yet")
-		}
-	}
 	for i, ns := range c.Namespaces {
 		if ns.Path != "" {
-			return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "joining a namespace is not set up yet")
+			switch ns.Type {
+			case "pid":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "ward's init is PID 1 of a PID namespace of its own: in a joined one it could not mount its /proc from ward's user namespace")
+			case "user":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].path", i), "ward makes the container's user namespace itself (its root is a host uid that owns nothing)")
+			case "time":
+				return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
+			}
+			continue // network, ipc, uts, cgroup: joined (NewLaunch)
 		}
 		if ns.Type == "time" {
 			return unsupported(fmt.Sprintf("linux.namespaces[%d].type", i), "a time namespace is not set up yet")
 		}
 	}
-	// ward's init is PID 1 of a PID namespace of its own, and sets the
-	// hostname in a UTS namespace of its own.
+	// ward's init is PID 1 of a PID namespace of its own; a UTS
+	// namespace, new or joined, keeps the host's hostname out of reach.
 	for _, need := range []string{"pid", "uts"} {
 		if c.namespace(need) == nil {
-			return unsupported("linux.namespaces", fmt.Sprintf("ward needs a new %s namespace", need))
+			return unsupported("linux.namespaces", fmt.Sprintf("ward needs a %s namespace", need))
 		}
 	}
 	return nil
@@ -88,19 +92,37 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		return nil, err
 	}
 	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
+	own, joined := c.splitSysctls()
+	spec.OCIProc.Sysctl = own
 	var flags uintptr
+	var joins []nsexec.JoinNS
 	for _, ns := range c.Namespaces {
+		if ns.Path != "" {
+			joins = append(joins, nsexec.JoinNS{Path: ns.Path, Flag: ns.Flag})
+			continue
+		}
 		flags |= ns.Flag
 	}
 	spec.LoopbackUp = flags&unix.CLONE_NEWNET != 0
 	if err := containerHooks(c, spec); err != nil {
 		return nil, err
 	}
-	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles}
+	opt := nsexec.Options{OCI: true, CloneFlags: flags, HostNetwork: !spec.LoopbackUp, Files: cgroupFiles, Join: joins}
+	if ns := c.namespace("uts"); ns != nil && ns.Path != "" && c.Hostname != "" {
+		joined = append([]string{"kernel.hostname=" + c.Hostname}, joined...)
+		spec.Hostname = ""
+	}
+	if len(joined) > 0 {
+		opt.OnJoined = func() error { return writeSysctls(joined) }
+	}
 	if len(c.UIDMappings) > 0 {
 		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
 	}
-	return &Launch{Spec: spec, Opt: opt}, nil
+	l := &Launch{Spec: spec, Opt: opt}
+	if ns := c.namespace("ipc"); ns != nil {
+		l.ipcPath = ns.Path
+	}
+	return l, nil
 }
 
 // AttachSources clones every bind's source on the host (open_tree: a
@@ -112,6 +134,20 @@ func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
 	var trees []*os.File
 	for i := range l.Spec.Plan.Ops {
 		op := &l.Spec.Plan.Ops[i]
+		if op.Kind == fs.KindMqueue && l.ipcPath != "" {
+			// The init may not mount an mqueue of an IPC namespace it
+			// joined (a pod's, host root's): made here, attached by fd.
+			m, err := nsexec.MqueueIn(l.ipcPath)
+			if err != nil {
+				for _, t := range trees {
+					t.Close()
+				}
+				return nil, err
+			}
+			trees = append(trees, m)
+			*op = fs.Op{Kind: fs.KindBind, Src: "/dev/mqueue", Dst: op.Dst, RW: true, NoExec: true, SrcFD: files.Add(m)}
+			continue
+		}
 		if op.Kind != fs.KindBind {
 			continue
 		}
@@ -175,13 +211,82 @@ func ExecSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	return processSpec(c, p)
 }
 
+// sysctlList is domainname (as kernel.domainname) and linux.sysctl, in
+// key order, as "key=value" for the container's process: domainname
+// first, so that a sysctl of the same name wins, as with runc.
+func (c *Container) sysctlList() []string {
+	var out []string
+	if c.Domainname != "" {
+		out = append(out, "kernel.domainname="+c.Domainname)
+	}
+	keys := make([]string, 0, len(c.Sysctl))
+	for k := range c.Sysctl {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+c.Sysctl[k])
+	}
+	return out
+}
+
+// splitSysctls is sysctlList split into those of the container's own
+// namespaces, which its init writes, and those of namespaces joined by
+// path (a pod's), which ward-oci writes from the thread that joined them
+// (Options.OnJoined): ward's user namespace does not own them, as runc
+// changes them in a pod's namespaces too.
+func (c *Container) splitSysctls() (own, joined []string) {
+	for _, kv := range c.sysctlList() {
+		k, _, _ := strings.Cut(kv, "=")
+		if ns := c.namespace(sysctlNamespace(k)); ns != nil && ns.Path != "" {
+			joined = append(joined, kv)
+		} else {
+			own = append(own, kv)
+		}
+	}
+	return own, joined
+}
+
+// writeSysctls writes "key=value" sysctls in the calling thread's
+// namespaces (/proc/sys shows the writer's), kernel.hostname and
+// kernel.domainname by their system calls.
+func writeSysctls(kvs []string) error {
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		var err error
+		switch k {
+		case "kernel.hostname":
+			err = unix.Sethostname([]byte(v))
+		case "kernel.domainname":
+			err = unix.Setdomainname([]byte(v))
+		default:
+			err = os.WriteFile("/proc/sys/"+strings.ReplaceAll(k, ".", "/"), []byte(v), 0)
+		}
+		if err != nil {
+			return &nsexec.SetupError{Step: "set-sysctl", Msg: fmt.Sprintf("sysctl %s=%s (a namespace joined by path): %v", k, v, err)}
+		}
+	}
+	return nil
+}
+
 // processSpec is what the container's init and an exec'd command share:
-// process p (args, env, cwd, user, rlimits, capabilities) under the
-// container's seccomp filter.
+// process p (args, env, cwd, user, groups, umask, rlimits, oom score,
+// capabilities, no_new_privs) under the container's seccomp filter.
 func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	spec := &nsexec.Spec{Args: p.Args, Env: p.Env, Dir: p.Cwd, UID: int(p.UID), GID: int(p.GID), NoFile: 1024}
+	proc := &nsexec.OCIProc{NoNewPrivs: p.NoNewPrivileges, Groups: p.AdditionalGids, Umask: 0o022, OOMScoreAdj: p.OOMScoreAdj}
+	if p.Umask != nil {
+		proc.Umask = *p.Umask
+	}
 	for _, r := range p.Rlimits {
-		spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+		if r.Resource == unix.RLIMIT_NOFILE {
+			spec.NoFile, spec.NoFileHard = r.Soft, r.Hard
+		}
+		proc.Rlimits = append(proc.Rlimits, nsexec.Rlimit{Resource: r.Resource, Soft: r.Soft, Hard: r.Hard})
+	}
+	spec.OCIProc = proc
+	if ns := c.namespace("cgroup"); ns != nil && ns.Path != "" {
+		spec.KeepCgroupNS = true
 	}
 	spec.Caps = capSets(p)
 	if p.Terminal {

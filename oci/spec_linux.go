@@ -219,32 +219,40 @@ func specDevices(ds []specs.LinuxDevice) ([]Device, error) {
 	return out, nil
 }
 
+// sysctlNamespace is the namespace type that holds sysctl k ("": none,
+// the host's).
+func sysctlNamespace(k string) string {
+	switch {
+	case k == "kernel.msgmax" || k == "kernel.msgmnb" || k == "kernel.msgmni" || k == "kernel.sem" ||
+		k == "kernel.shmall" || k == "kernel.shmmax" || k == "kernel.shmmni" || k == "kernel.shm_rmid_forced" ||
+		k == "kernel.msg_next_id" || k == "kernel.sem_next_id" || k == "kernel.shm_next_id" ||
+		strings.HasPrefix(k, "fs.mqueue."):
+		return "ipc"
+	case strings.HasPrefix(k, "net."):
+		return "network"
+	case k == "kernel.hostname" || k == "kernel.domainname":
+		return "uts"
+	}
+	return ""
+}
+
 // specSysctl accepts, as runc does, only the sysctls a namespace of the
 // container's own holds: IPC ones with an ipc namespace, net.* with a
 // network namespace, kernel.hostname and kernel.domainname with a UTS one.
 func specSysctl(c *Container, sysctl map[string]string) error {
 	for k, v := range sysctl {
 		field := "linux.sysctl." + k
-		if strings.ContainsAny(k, "/\x00") || strings.Contains(k, "..") || k == "" {
+		if strings.ContainsAny(k, "/=\x00") || strings.Contains(k, "..") || k == "" {
 			return invalid(field, "not a sysctl name")
 		}
-		var ns string
-		switch {
-		case k == "kernel.msgmax" || k == "kernel.msgmnb" || k == "kernel.msgmni" || k == "kernel.sem" ||
-			k == "kernel.shmall" || k == "kernel.shmmax" || k == "kernel.shmmni" || k == "kernel.shm_rmid_forced" ||
-			strings.HasPrefix(k, "fs.mqueue."):
-			ns = "ipc"
-		case strings.HasPrefix(k, "net."):
-			ns = "network"
-		case k == "kernel.hostname" || k == "kernel.domainname":
-			ns = "uts"
-		default:
+		ns := sysctlNamespace(k)
+		if ns == "" {
 			return invalid(field, "not in a namespace of the container's own: it would change the host")
 		}
 		if !c.Has(ns) {
 			return invalid(field, "needs a %s namespace", ns)
 		}
-		if strings.ContainsRune(v, '\n') {
+		if strings.ContainsAny(v, "\n\x00") {
 			return invalid(field, "a value of one line")
 		}
 	}

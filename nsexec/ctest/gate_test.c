@@ -34,8 +34,9 @@ static int failures;
 		}                                                     \
 	} while (0)
 
-// The struct, then argc and envc (gate_linux.c's struct packed).
-#define HEADER (sizeof(struct ward_gate) + 8)
+// The struct, then argc, envc, sysctlc and padding (gate_linux.c's struct
+// packed).
+#define HEADER (sizeof(struct ward_gate) + 16)
 
 static const uint64_t filter0[3] = {0x0102030405060708, 0x1112131415161718, 0x2122232425262728};
 static const uint64_t filter1[1] = {0xa1a2a3a4a5a6a7a8};
@@ -66,6 +67,19 @@ static struct ward_gate sample(void) {
 	g.nproc = 64;
 	g.data = 1 << 30;
 	g.landlock_fd = -1;
+	g.oci_nnp_off = 1;
+	g.set_umask = 1;
+	g.umask = 027;
+	g.set_oom = 1;
+	g.oom_score_adj = -17;
+	g.oci_proc = 1;
+	g.ngroups = 2;
+	g.groups[0] = 5;
+	g.groups[1] = 4294967294u;
+	g.nrlimits = 1;
+	g.rlimits[0].resource = 7;
+	g.rlimits[0].cur = 100;
+	g.rlimits[0].max = ~0ull;
 	g.notify = 1;
 	g.nfilters = 2;
 	g.filter_len[0] = 3;
@@ -101,6 +115,18 @@ static void expect_same(const struct ward_gate *in, const struct ward_gate *out,
 	EXPECT(out->nproc == in->nproc && out->data == in->data, "nproc, data");
 	EXPECT(out->landlock_fd == landlock_fd, "landlock_fd %d", out->landlock_fd);
 	EXPECT(out->notify == in->notify, "notify");
+	EXPECT(out->oci_nnp_off == in->oci_nnp_off && out->set_umask == in->set_umask && out->umask == in->umask, "nnp, umask");
+	EXPECT(out->set_oom == in->set_oom && out->oom_score_adj == in->oom_score_adj, "oom %d", out->oom_score_adj);
+	EXPECT(out->oci_proc == in->oci_proc && out->ngroups == in->ngroups, "ngroups %d", out->ngroups);
+	for (int i = 0; i < in->ngroups && i < out->ngroups; i++) EXPECT(out->groups[i] == in->groups[i], "groups[%d]", i);
+	EXPECT(out->nrlimits == in->nrlimits, "nrlimits %d", out->nrlimits);
+	for (int i = 0; i < in->nrlimits && i < out->nrlimits; i++)
+		EXPECT(out->rlimits[i].resource == in->rlimits[i].resource && out->rlimits[i].cur == in->rlimits[i].cur &&
+			   out->rlimits[i].max == in->rlimits[i].max,
+		       "rlimits[%d]", i);
+	int k = 0;
+	for (; in->sysctl && in->sysctl[k]; k++) EXPECT(out->sysctl && out->sysctl[k] && strcmp(out->sysctl[k], in->sysctl[k]) == 0, "sysctl[%d]", k);
+	EXPECT(k ? out->sysctl && out->sysctl[k] == NULL : out->sysctl == NULL, "sysctl not NULL-terminated at %d", k);
 	EXPECT(out->nfilters == in->nfilters, "nfilters %d", out->nfilters);
 	for (int i = 0; i < in->nfilters && i < out->nfilters; i++) {
 		EXPECT(out->filter_len[i] == in->filter_len[i], "filter_len[%d]", i);
@@ -148,6 +174,38 @@ static void test_round_trip(void) {
 	free(msg);
 }
 
+// The sysctls travel after the environment, each "key=value".
+static char *const test_sysctl[] = {"net.ipv4.ip_forward=1", "kernel.domainname=a=b", NULL};
+
+static void test_sysctl_round_trip(void) {
+	struct ward_gate in = sample();
+	in.sysctl = test_sysctl;
+	size_t n;
+	char *msg = ward_pack_gate(&in, &n);
+	EXPECT(n == HEADER + 3 * 8 + 8 + 10 + 5 + 14 + 5 + 1 + 5 + 4 + 10 + 22 + 22, "size %zu", n);
+	struct ward_gate out;
+	long detail;
+	char *b = exact(msg, n);
+	EXPECT(ward_unpack_gate(b, n, -1, &out, &detail) == 0, "unpack: detail %ld", detail);
+	expect_same(&in, &out, -1);
+	ward_unpack_free(&out);
+	EXPECT(out.sysctl == NULL, "sysctl not freed");
+	free(b);
+	// Cut short, or a sysctl without "=": detail 9.
+	for (size_t k = n - 22 - 22 + 1; k < n; k++) {
+		b = exact(msg, k);
+		int e = ward_unpack_gate(b, k, -1, &out, &detail);
+		EXPECT(e == -EBADMSG && detail == 9, "truncated to %zu: %d detail %ld", k, e, detail);
+		EXPECT(out.argv == NULL && out.sysctl == NULL, "truncated to %zu: arrays left set", k);
+		free(b);
+	}
+	b = exact(msg, n);
+	memcpy(b + n - 22 - 22 + 19, ":", 1); // net.ipv4.ip_forward:1
+	EXPECT(ward_unpack_gate(b, n, -1, &out, &detail) == -EBADMSG && detail == 9, "no =: detail %ld", detail);
+	free(b);
+	free(msg);
+}
+
 // expect_bad unpacks msg (n bytes, copied to a buffer of exactly that
 // size) and expects it refused with err and detail.
 static void expect_bad(const char *what, const char *msg, size_t n, int landlock_fd, int err, long want) {
@@ -169,6 +227,8 @@ static void test_malformed(void) {
 	char *msg = ward_pack_gate(&in, &n);
 	size_t argc_off = sizeof(struct ward_gate), envc_off = argc_off + 4;
 	size_t nfilters_off = offsetof(struct ward_gate, nfilters), flen_off = offsetof(struct ward_gate, filter_len);
+	size_t sysctlc_off = envc_off + 4, ngroups_off = offsetof(struct ward_gate, ngroups);
+	size_t nrlimits_off = offsetof(struct ward_gate, nrlimits);
 
 	// Every truncation: short of the header, the size; else some string
 	// (or a filter) runs past the end.
@@ -210,6 +270,12 @@ static void test_malformed(void) {
 	    {"envc INT32_MAX", envc_off, INT32_MAX},
 	    {"nfilters -1", nfilters_off, -1},
 	    {"nfilters 5", nfilters_off, WARD_MAX_FILTERS + 1},
+	    {"sysctlc -1", sysctlc_off, -1},
+	    {"sysctlc 2^20+1", sysctlc_off, (1 << 20) + 1},
+	    {"ngroups -1", ngroups_off, -1},
+	    {"ngroups 65", ngroups_off, WARD_MAX_GROUPS + 1},
+	    {"nrlimits -1", nrlimits_off, -1},
+	    {"nrlimits 17", nrlimits_off, WARD_MAX_RLIMITS + 1},
 	};
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		b = exact(msg, n);
@@ -427,6 +493,7 @@ static void test_step_names(void) {
 int main(void) {
 	test_step_names();
 	test_round_trip();
+	test_sysctl_round_trip();
 	test_malformed();
 	if (geteuid() == 0) {
 		// The program's process drops root's privileges: as anyone else,

@@ -384,10 +384,16 @@ func bundle(t *testing.T, edit func(s *specs.Spec)) string {
 func TestLifecycleFlags(t *testing.T) {
 	root := t.TempDir()
 	tty := bundle(t, func(s *specs.Spec) {})
-	// A domain name, which the lifecycle does not set up yet, keeps create
-	// from making anything here.
-	plain := bundle(t, func(s *specs.Spec) { s.Process.Terminal = false; s.Domainname = "example" })
-	ttyStop := bundle(t, func(s *specs.Spec) { s.Domainname = "example" }) // a terminal, past the console's checks
+	// A time namespace, which the lifecycle does not set up yet, keeps
+	// create from making anything here.
+	plain := bundle(t, func(s *specs.Spec) {
+		s.Process.Terminal = false
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+	})
+	// A terminal, past the console's checks, stopped there too.
+	ttyStop := bundle(t, func(s *specs.Spec) {
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+	})
 	bad := bundle(t, func(s *specs.Spec) { s.Process.ApparmorProfile = "x" })
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	proc := filepath.Join(t.TempDir(), "process.json")
@@ -404,7 +410,7 @@ func TestLifecycleFlags(t *testing.T) {
 	addContainer(t, root, "running", cmd.Process.Pid)
 	addContainer(t, root, "stopped", 0)
 	// create and run check config.json whole before they make anything.
-	caps := "domainname: not supported by ward"
+	caps := "].type: not supported by ward (a time namespace"
 	for _, tt := range []struct {
 		args []string
 		msg  string

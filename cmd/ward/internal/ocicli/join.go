@@ -26,6 +26,15 @@ func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Proc
 	if f.cwd != "" {
 		base.Cwd = f.cwd
 	}
+	// As runc: --no-new-privs sets it (never unsets the config's), and
+	// --additional-gids adds to the config's.
+	base.NoNewPrivileges = base.NoNewPrivileges || f.noNewPrivs
+	for _, g := range f.additionalGids {
+		if g < 0 || g > 1<<32-1 {
+			return nil, fmt.Errorf("--additional-gids %d: not a gid", g)
+		}
+		base.User.AdditionalGids = append(append([]uint32{}, base.User.AdditionalGids...), uint32(g))
+	}
 	if f.user != "" {
 		u, g, _ := strings.Cut(f.user, ":")
 		uid, err := strconv.ParseUint(u, 10, 32)
@@ -48,8 +57,8 @@ func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Proc
 // pid file and returns; else it waits for the command, as its subreaper,
 // and exits with its status.
 func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
-	if len(f.caps) > 0 || len(f.additionalGids) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 || f.preserveFDs > 0 {
-		return errors.New("exec: --cap, --additional-gids, --apparmor, --process-label, --cgroup and --preserve-fds are not supported yet")
+	if len(f.caps) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 || f.preserveFDs > 0 {
+		return errors.New("exec: --cap, --apparmor, --process-label, --cgroup and --preserve-fds are not supported yet")
 	}
 	c, err := oci.Spec(st.Config, oci.SpecOptions{ID: st.ID, Bundle: st.Bundle})
 	if err != nil {
