@@ -9,10 +9,13 @@ GO ?= go
 # version; Debian 12's when python3 is not there yet) are the false-positive
 # corpus's (docs/corpus.md). systemd and dbus-user-session give the rootless test
 # of the D-Bus scope route a real user manager and user bus (docs/rootless.md).
+# runc, containerd and podman (with conmon) drive bin/ward-oci in the OCI tests
+# (docs/oci.md), runc's figures being its target.
 PYTHON3_VERSION := $(shell /usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3.11)
 APT_PACKAGES := gcc libc6-dev libseccomp-dev pkg-config python3 bash iproute2 util-linux busybox-static uidmap \
 	systemd dbus-daemon dbus-user-session \
-	cmake make libpython$(PYTHON3_VERSION)-testsuite
+	cmake make libpython$(PYTHON3_VERSION)-testsuite \
+	runc containerd podman conmon
 # The corpus's C project: libuv, Debian's own source package, fetched once
 # into CORPUS_SRC by integration/corpus-src.sh (integration/corpus_test.go).
 CORPUS_SRC := /var/cache/ward-corpus
@@ -52,8 +55,9 @@ demo: build
 	@echo "== the report (bin/demo-report.json) =="
 	@cat bin/demo-report.json
 
-# Side by side with bare exec, bubblewrap and runc; writes docs/benchmarks.md.
-BENCH_PACKAGES := hyperfine runc bubblewrap busybox-static time
+# Side by side with bare exec, bubblewrap and runc, and ward-oci beside runc
+# through containerd (bench/oci.sh); writes docs/benchmarks.md.
+BENCH_PACKAGES := hyperfine runc bubblewrap busybox-static time containerd
 bench: build
 	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

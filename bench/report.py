@@ -350,8 +350,16 @@ print("""- The result before the teardown: the report, `--json` and `--meta` (an
   (the collection's workers cost more memory than it returns).
 """)
 
+# ward-oci through containerd and the OCI validation suite (bench/oci.sh).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no bench/__pycache__ entry for it
+from report_oci import section as oci_section  # noqa: E402
+oci = oci_section(out)
+if oci:
+    print(oci)
+
 print("## Reproduce\n")
-print("```\nmake bench            # as root; installs hyperfine, runc, bubblewrap, busybox-static\nBENCH_RUNS=200 make bench\n```\n")
+print("```\nmake bench            # as root; installs hyperfine, runc, bubblewrap, busybox-static, containerd\nBENCH_RUNS=200 make bench\n```\n")
 print("The commands: `/bin/true`; `bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin "
       "--symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp -- /bin/true` (no cgroup, no seccomp); "
       "`bin/ward run -- /bin/true` (all namespaces, cgroup with limits, seccomp default, pivot_root); "

@@ -142,6 +142,9 @@ for i in $(seq 20); do "$WARD" run --json -- /bin/true >>"$OUT/steps.json"; done
 : > "$OUT/steps-rootless.json"
 for i in $(seq 20); do setpriv --reuid="$BU" --regid="$BG" --clear-groups "$WARD" run --json -- /bin/true >>"$OUT/steps-rootless.json"; done
 
+echo "== ward-oci: ctr run through containerd, the OCI validation suite"
+OUT=$OUT BENCH_RUNS=$RUNS bash bench/oci.sh
+
 # The figures measured outside the files above, kept so that the report
 # can be written again: python3 bench/report.py $(cat bench/out/figures).
 echo "$OUT $TP_WARD $TP_BWRAP $RSS_ONE $CLI_PER $LIB_PER $WARM $TP_ROOT_SETPRIV $TP_ROOTLESS" > "$OUT/figures"

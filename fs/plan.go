@@ -33,6 +33,11 @@ const (
 	KindCopy    Kind = "copy"    // copy the host file Src to Dst (writable, in the root tmpfs)
 	KindSysfs   Kind = "sysfs"   // a new sysfs at Dst, read-only unless RW (an OCI container's)
 	KindMqueue  Kind = "mqueue"  // a new mqueue file system at Dst (an OCI container's)
+	// An OCI mount's options, on the mount at Dst just made: Mode is the
+	// propagation (MS_SHARED, ... with MS_REC); or the MOUNT_ATTR_* to set
+	// (Mode) and to clear (UID), on the whole subtree.
+	KindPropagate Kind = "propagate"
+	KindSetattr   Kind = "setattr"
 )
 
 // Op is one step of building the root. Paths in Dst are absolute paths
@@ -52,6 +57,9 @@ type Op struct {
 	Exec bool `json:"x,omitempty"`
 	// NoExec adds noexec to a bind (data the user allowed, not programs).
 	NoExec bool `json:"nx,omitempty"`
+	// CopyUp (an OCI tmpfs's tmpcopyup): the tmpfs starts with a copy of
+	// what was at Dst.
+	CopyUp bool `json:"cu,omitempty"`
 	// SrcFD (overlay): a detached, idmapped clone of Src that the parent
 	// made and passed; it becomes the lower layer. UID/GID own the upper
 	// layer's root, so the sandbox user may write.
@@ -63,6 +71,23 @@ type Op struct {
 // Plan is the whole root, in the order the init builds it.
 type Plan struct {
 	Ops []Op `json:"ops"`
+	// Rootfs (an OCI container's): the root is this directory itself, not
+	// a tmpfs; Ops' paths are inside it. nil for every ward sandbox.
+	Rootfs *Rootfs `json:"rootfs,omitempty"`
+}
+
+// Rootfs is an OCI container's root file system, which the init pivots
+// into after building the plan in it.
+type Rootfs struct {
+	// Path is the host directory; FD its detached clone (open_tree,
+	// idmapped where it must be) as the init has it.
+	Path string `json:"path"`
+	FD   int    `json:"fd,omitempty"`
+	// Readonly: / is made read-only at the end. Propagation (MS_SHARED,
+	// MS_SLAVE, MS_PRIVATE or MS_UNBINDABLE, with MS_REC) is set on /
+	// after the pivot; 0 leaves it private.
+	Readonly    bool    `json:"ro,omitempty"`
+	Propagation uintptr `json:"prop,omitempty"`
 }
 
 // Scratch is one writable scratch tmpfs's size: bytes and inodes.

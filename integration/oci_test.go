@@ -359,7 +359,8 @@ func TestOCIRun(t *testing.T) {
 	}
 	defer out.Close()
 	if r := e.run(out, "run", "--bundle", e.bundle, "c4"); r.code != 3 {
-		t.Fatalf("run: exit %d, want 3 (the program's)", r.code)
+		b, _ := os.ReadFile(out.Name())
+		t.Fatalf("run: exit %d, want 3 (the program's): %s", r.code, b)
 	}
 	if b, _ := os.ReadFile(out.Name()); string(b) != "ran\n" {
 		t.Errorf("the program wrote %q", b)

@@ -444,7 +444,9 @@ static int step_nondumpable(const struct ward_root *r, struct ward_root_out *o) 
 // "after the runtime environment has been created but before pivot_root".
 // ward's equivalent of runc's pivot_root into the rootfs is
 // detach-host-root: the init runs these two steps right before it, with
-// the container's root built and the host's still at WARD_OLD_ROOT.
+// the container's root built and the host's still at WARD_OLD_ROOT (with
+// the rootfs as the root: after leave-rootfs-chroot, before
+// pivot-into-rootfs, the rootfs the working directory).
 //
 //   step                    | init -> ward-oci (fd 3)  | ward-oci -> init (fd 3)
 //   runtime-hooks           | {"type":"hooks"}         | one byte 1: go on (prestart and createRuntime ran)

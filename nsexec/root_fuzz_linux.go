@@ -44,7 +44,7 @@ func unpackRoot(buf []byte) (*rootPlan, error) {
 	if e := C.ward_unpack_root((*C.char)(cbuf), C.size_t(len(buf)), &r); e != 0 {
 		return nil, syscall.Errno(-e)
 	}
-	p := &rootPlan{Flags: uint32(r.flags), UID: int32(r.uid), GID: int32(r.gid), RootSize: uint64(r.root_size)}
+	p := &rootPlan{Flags: uint32(r.flags), UID: int32(r.uid), GID: int32(r.gid), RootfsFD: int32(r.rootfs_fd), RootSize: uint64(r.root_size)}
 	c := C.ward_root_list(&r, r.ops)
 	for i := 0; i < int(r.nops); i++ {
 		var op C.struct_ward_root_op
@@ -120,6 +120,9 @@ const (
 	cKeepUpper   = C.WARD_ROOT_KEEP_UPPER
 	cLandlock    = C.WARD_ROOT_LANDLOCK
 	cLandlockNet = C.WARD_ROOT_LANDLOCK_NET
+	cRootfsRO    = C.WARD_ROOT_ROOTFS_RO
+	cPropSlave   = C.WARD_ROOT_PROP_SLAVE
+	cPropRec     = C.WARD_ROOT_PROP_REC
 	cMountRW     = C.WARD_MOUNT_RW
 	cMountDir    = C.WARD_MOUNT_DIR
 	cMountClone  = C.WARD_MOUNT_CLONE

@@ -13,8 +13,13 @@
 // plan's operations, hide the overlays' layers, clone an unprivileged
 // caller's sources, detach the host's root, attach the user's mounts, mask
 // what the deny patterns match, seal the root (or give it to the sandbox
-// user with --overlay), build the Landlock ruleset. Each returns 0 or a
-// positive errno with out->what and out->path saying what failed where.
+// user with --overlay), build the Landlock ruleset. An OCI container's
+// root (a rootfs in the plan) is the rootfs itself: enter-rootfs attaches
+// it and chroots into it, build-root builds the plan there,
+// leave-rootfs-chroot goes back, pivot-into-rootfs (in place of
+// detach-host-root) pivots into it, seal-rootfs makes it read-only. Each
+// returns 0 or a positive errno with out->what and out->path saying what
+// failed where.
 //
 // Every bind ends with mount_setattr (which, unlike MS_REMOUNT, reaches
 // submounts and keeps the flags the kernel locked on the host's mounts),
@@ -69,7 +74,7 @@ int ward_root_failf(struct ward_root_out *out, const char *path, int err, const 
 
 void ward_root_out_init(struct ward_root_out *out) {
 	memset(out, 0, sizeof(*out));
-	out->upper_fd = out->landlock_fd = -1;
+	out->upper_fd = out->landlock_fd = out->stage_fd = -1;
 }
 
 int ward_root_setattr(int dfd, const char *path, unsigned flags, uint64_t attrs) {
@@ -178,7 +183,35 @@ static int bind_fd(int fd, const char *dst, unsigned flags, struct ward_root_out
 	int e = make_target(dst, S_ISDIR(st.st_mode), out);
 	if (e) return e;
 	if (syscall(SYS_move_mount, fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) return FAIL("move_mount", dst);
+	// The clone's mounts were made by the parent, before any of the
+	// init's, and /proc/self/mountinfo lists mounts in the order they were
+	// made: replaced by a copy made now, a bind is listed in the plan's
+	// order, as config.json's mounts must be (the copy can be made only
+	// once the clone is in this mount namespace).
+	int copy = (int)syscall(SYS_open_tree, AT_FDCWD, dst, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (copy < 0) return FAIL("clone the bind", dst);
+	int e2 = umount2(dst, MNT_DETACH) < 0 ? errno : 0;
+	if (!e2 && syscall(SYS_move_mount, copy, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) e2 = errno;
+	close(copy);
+	if (e2) return ward_root_fail(out, "move_mount the bind's copy", dst, e2);
 	return bind_attrs(dst, flags, out);
+}
+
+// bind_host binds the host's src (absolute) at dst. The host's root is at
+// WARD_OLD_ROOT, or, while the plan is built in an OCI container's rootfs
+// (stage_fd), beneath the root tmpfs that is out of reach by path: there
+// the source is cloned (open_tree) through stage_fd and attached as
+// bind_fd attaches the parent's clones.
+static int bind_host(const char *src, const char *dst, unsigned flags, struct ward_root_out *out) {
+	char path[WARD_ROOT_MAX_PATH];
+	int e = join(path, sizeof(path), WARD_OLD_ROOT, src);
+	if (e) return ward_root_fail(out, "stat bind source", src, e);
+	if (out->stage_fd < 0) return bind(path, dst, flags, out);
+	int tree = (int)syscall(SYS_open_tree, out->stage_fd, path + 1, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0) return ward_root_failf(out, dst, errno, "clone %s", path);
+	e = bind_fd(tree, dst, flags, out);
+	close(tree);
+	return e;
 }
 
 // seal makes the single mount at path read-only.
@@ -295,12 +328,123 @@ static int overlay(const struct ward_root_op *op, struct ward_root_out *out) {
 	return 0;
 }
 
-// mount_new mounts a new file system of type at dst (made with mode).
-static int mount_new(const char *type, const char *dst, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
-	int e = mkdir_all(dst, mode);
-	if (e) return ward_root_fail(out, "mkdir", dst, e);
-	if (mount(type, dst, type, flags, data) < 0) return FAIL(what, dst);
+// copy_tree copies what is in the directory from into the directory to
+// (both fds, which it closes): directories, files and symlinks, with their
+// permission bits and owners; anything else (a device, a socket) is left
+// out, and so is what is deeper than depth levels. For tmpcopyup: the
+// rootfs's directory at a tmpfs's destination, copied into the tmpfs.
+// owner_id is id for chown, or -1 (leave it) for the kernel's default
+// overflow id, which stands for an id the user namespace does not map.
+static unsigned owner_id(unsigned id) {
+	return id == 65534 ? (unsigned)-1 : id;
+}
+
+// data is a buffer of WARD_ROOT_MAX_PATH bytes the levels share (the
+// stack holds 1 KiB per level).
+static int copy_tree(int from, int to, const char *dst, int depth, char *data, struct ward_root_out *out) {
+	char buf[1024];
+	int e = 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, from, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) continue;
+		if (n < 0) e = ward_root_fail(out, "read the directory", dst, errno);
+		if (n <= 0) break;
+		for (long off = 0; !e && off < n;) {
+			// struct linux_dirent64: ino, off, reclen (u16 at 16), type, name (at 19).
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, 2);
+			const char *name = buf + off + 19;
+			off += reclen;
+			struct stat st;
+			if (!strcmp(name, ".") || !strcmp(name, "..") || fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+			if (S_ISDIR(st.st_mode) && depth > 0) {
+				if (mkdirat(to, name, st.st_mode & 07777) < 0) {
+					e = ward_root_failf(out, dst, errno, "tmpcopyup: mkdir %s in", name);
+					break;
+				}
+				int f = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				int t = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (f >= 0 && t >= 0) e = copy_tree(f, t, dst, depth - 1, data, out);
+				else {
+					e = ward_root_failf(out, dst, errno, "tmpcopyup: open %s in", name);
+					if (f >= 0) close(f);
+					if (t >= 0) close(t);
+				}
+			} else if (S_ISLNK(st.st_mode)) {
+				ssize_t l = readlinkat(from, name, data, WARD_ROOT_MAX_PATH - 1);
+				if (l < 0) continue;
+				data[l] = 0;
+				if (symlinkat(data, to, name) < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: symlink %s in", name);
+			} else if (S_ISREG(st.st_mode)) {
+				int f = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+				int t = f < 0 ? -1 : openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
+				for (ssize_t r = 1; f >= 0 && t >= 0 && r > 0 && !e;) {
+					r = read(f, data, WARD_ROOT_MAX_PATH);
+					if (r < 0 && errno == EINTR) r = 1;
+					else if (r < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: read %s in", name);
+					else if (r > 0 && (e = write_all(t, data, (size_t)r))) ward_root_failf(out, dst, e, "tmpcopyup: write %s in", name);
+				}
+				if (f >= 0 && t < 0) e = ward_root_failf(out, dst, errno, "tmpcopyup: create %s in", name);
+				if (f >= 0) close(f);
+				if (t >= 0) close(t);
+			} else continue;
+			// The owner as in the rootfs (mkdirat and openat applied the
+			// umask: the mode again too). An owner the container has no
+			// mapping for shows as the overflow id: the copy stays the
+			// init's (the container root's), as runc's rootless copy.
+			if (!e) {
+				(void)fchownat(to, name, owner_id(st.st_uid), owner_id(st.st_gid), AT_SYMLINK_NOFOLLOW);
+				if (!S_ISLNK(st.st_mode)) (void)fchmodat(to, name, st.st_mode & 07777, 0);
+			}
+		}
+		if (e) break;
+	}
+	close(from);
+	close(to);
+	return e;
+}
+
+// mount_new mounts a new file system of type at op->dst (made with mode),
+// its source op->src (an OCI mount's, "shm") or else its type.
+static int mount_new(const char *type, const struct ward_root_op *op, mode_t mode, unsigned long flags, const char *data, const char *what, struct ward_root_out *out) {
+	int e = mkdir_all(op->dst, mode);
+	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
+	if (mount(op->src[0] ? op->src : type, op->dst, type, flags, data) < 0) return FAIL(what, op->dst);
 	return 0;
+}
+
+// tmpfs mounts op's tmpfs; with WARD_OP_COPYUP it starts with a copy of
+// what was at its destination, and the destination's mode and owner.
+static int tmpfs(const struct ward_root_op *op, struct ward_root_out *out) {
+	unsigned long flags = MS_NOSUID | MS_NODEV;
+	if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
+	int from = -1, e;
+	struct stat st;
+	if ((op->flags & WARD_OP_COPYUP) && (from = open(op->dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 && fstat(from, &st) < 0) {
+		e = FAIL("stat", op->dst);
+		close(from);
+		return e;
+	}
+	// Read-only at once, or with a copy once the copy is in.
+	if (!(op->flags & WARD_OP_RW) && from < 0) flags |= MS_RDONLY;
+	if ((e = mount_new("tmpfs", op, 0755, flags, op->data, "mount tmpfs", out))) {
+		if (from >= 0) close(from);
+		return e;
+	}
+	if (from >= 0) {
+		int to = open(op->dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (to < 0) {
+			e = FAIL("open", op->dst);
+			close(from);
+			return e;
+		}
+		(void)fchown(to, owner_id(st.st_uid), owner_id(st.st_gid));
+		(void)fchmod(to, st.st_mode & 07777);
+		char data[WARD_ROOT_MAX_PATH];
+		if ((e = copy_tree(from, to, op->dst, 32, data, out))) return e;
+	}
+	if ((op->flags & WARD_OP_RW) || from < 0) return 0;
+	return seal(op->dst, out);
 }
 
 // sysfs mounts a new sysfs at dst (an OCI container's): the kernel allows
@@ -311,31 +455,35 @@ static int sysfs(const struct ward_root_op *op, struct ward_root_out *out) {
 	if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
 	int e = mkdir_all(op->dst, 0555);
 	if (e) return ward_root_fail(out, "mkdir", op->dst, e);
-	if (mount("sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
+	if (mount(op->src[0] ? op->src : "sysfs", op->dst, "sysfs", flags, "") == 0) return 0;
 	if (errno != EPERM) return FAIL("mount sysfs", op->dst);
-	return bind(WARD_OLD_ROOT "/sys", op->dst, 0, out);
+	return bind_host("/sys", op->dst, 0, out);
+}
+
+// setattr sets and clears mount attributes on the whole subtree at
+// op->dst (an OCI mount's recursive options: rro, rnosuid, ...).
+static int setattr(const struct ward_root_op *op, struct ward_root_out *out) {
+	struct ward_mount_attr a = {.attr_set = op->mode, .attr_clr = (uint32_t)op->uid};
+	if (syscall(SYS_mount_setattr, AT_FDCWD, op->dst, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &a, sizeof(a)) < 0)
+		return FAIL("mount_setattr", op->dst);
+	return ward_root_check_ro(op->dst, (op->mode & MOUNT_ATTR_RDONLY) != 0, out);
 }
 
 // apply runs one operation of the plan.
 static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	char src[WARD_ROOT_MAX_PATH];
-	unsigned long flags;
 	struct stat st;
 	int e;
 	switch (op->kind) {
 	case WARD_OP_BIND:
 		if (op->src_fd > 0) return bind_fd(op->src_fd, op->dst, op->flags, out);
-		if ((e = join(src, sizeof(src), WARD_OLD_ROOT, op->src))) return ward_root_fail(out, "stat bind source", op->src, e);
-		return bind(src, op->dst, op->flags, out);
+		return bind_host(op->src, op->dst, op->flags, out);
 	case WARD_OP_TMPFS:
-		flags = MS_NOSUID | MS_NODEV;
-		if (!(op->flags & WARD_OP_EXEC)) flags |= MS_NOEXEC;
-		if (!(op->flags & WARD_OP_RW)) flags |= MS_RDONLY;
-		return mount_new("tmpfs", op->dst, 0755, flags, op->data, "mount tmpfs", out);
+		return tmpfs(op, out);
 	case WARD_OP_PROC:
-		return mount_new("proc", op->dst, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
+		return mount_new("proc", op, 0555, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount proc", out);
 	case WARD_OP_DEVPTS:
-		return mount_new("devpts", op->dst, 0755, MS_NOSUID | MS_NOEXEC, op->data, "mount devpts", out);
+		return mount_new("devpts", op, 0755, MS_NOSUID | MS_NOEXEC, op->data, "mount devpts", out);
 	case WARD_OP_SYMLINK:
 		if ((e = mkdir_parent(op->dst, out))) return e;
 		return symlink(op->link, op->dst) < 0 ? FAIL("symlink", op->dst) : 0;
@@ -357,7 +505,11 @@ static int apply(const struct ward_root_op *op, struct ward_root_out *out) {
 	case WARD_OP_SYSFS:
 		return sysfs(op, out);
 	case WARD_OP_MQUEUE:
-		return mount_new("mqueue", op->dst, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
+		return mount_new("mqueue", op, 0755, MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount mqueue", out);
+	case WARD_OP_PROPAGATE:
+		return mount("", op->dst, "", op->mode, "") < 0 ? FAIL("set propagation", op->dst) : 0;
+	case WARD_OP_SETATTR:
+		return setattr(op, out);
 	}
 	return ward_root_fail(out, "plan", op->dst, EINVAL);
 }
@@ -389,6 +541,60 @@ static int enter_new_root(const struct ward_root *r, struct ward_root_out *out) 
 	// The cwd still points into the host's tree: leave it.
 	if (chdir("/") < 0) return FAIL("chdir", "/");
 	return 0;
+}
+
+// enter-rootfs (an OCI container's root) attaches the rootfs, the detached
+// clone the parent made of it (idmapped where it had to be), at
+// WARD_ROOTFS_DIR in the root tmpfs and chroots into it: the plan's paths,
+// and the rootfs's own absolute symlinks, resolve within it. The root
+// tmpfs, the host's root beneath it, stays open as out->stage_fd for
+// bind_host until leave-rootfs-chroot. Nothing is made in the rootfs here.
+static int enter_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	if (mkdir(WARD_ROOTFS_DIR, 0755) < 0) return FAIL("mkdir", WARD_ROOTFS_DIR);
+	if (syscall(SYS_move_mount, r->rootfs_fd, "", AT_FDCWD, WARD_ROOTFS_DIR, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return FAIL("move_mount the rootfs", WARD_ROOTFS_DIR);
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) return FAIL("open", "/");
+	out->stage_fd = fd;
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	if (chroot(".") < 0) return FAIL("chroot", WARD_ROOTFS_DIR);
+	return 0;
+}
+
+// leave-rootfs-chroot, once the plan is built, goes back to the root
+// tmpfs as root, the working directory the rootfs: what runs until the
+// pivot (the createContainer hooks) finds the host's root at
+// WARD_OLD_ROOT and the container's root at ".", as with a tmpfs root.
+static int leave_rootfs_chroot(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	if (fchdir(out->stage_fd) < 0 || chroot(".") < 0) return FAIL("chroot back", "/");
+	close(out->stage_fd);
+	out->stage_fd = -1;
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	return 0;
+}
+
+// pivot-into-rootfs makes the rootfs the root, as runc does: from the
+// rootfs, pivot_root(".", ".") puts the root tmpfs on top of it, and a
+// lazy unmount of that detaches the root tmpfs with the host's root
+// beneath it, all at once. Then / gets the plan's propagation.
+static int pivot_into_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	if (chdir(WARD_ROOTFS_DIR) < 0) return FAIL("chdir", WARD_ROOTFS_DIR);
+	if (syscall(SYS_pivot_root, ".", ".") < 0) return FAIL("pivot_root", WARD_ROOTFS_DIR);
+	if (umount2(".", MNT_DETACH) < 0) return FAIL("umount the old root", "/");
+	if (chdir("/") < 0) return FAIL("chdir", "/");
+	static const unsigned long props[] = {0, MS_PRIVATE, MS_SLAVE, MS_SHARED, MS_UNBINDABLE};
+	unsigned long prop = props[(r->flags & WARD_ROOT_PROP_MASK) >> 6];
+	if (prop && (r->flags & WARD_ROOT_PROP_REC)) prop |= MS_REC;
+	if (prop && mount("", "/", "", prop, "") < 0) return FAIL("set the rootfs's propagation", "/");
+	return 0;
+}
+
+// seal-rootfs makes an OCI container's / read-only (root.readonly); the
+// mounts on it keep their own.
+static int seal_rootfs(const struct ward_root *r, struct ward_root_out *out) {
+	(void)r;
+	return seal("/", out);
 }
 
 // build-root runs the plan's operations in order inside the new root.
@@ -491,8 +697,17 @@ static int give_root_to_user(const struct ward_root *r, struct ward_root_out *ou
 static int is_overlay(const struct ward_root *r) {
 	return (r->flags & WARD_ROOT_OVERLAY) != 0;
 }
-static int not_overlay(const struct ward_root *r) {
-	return !is_overlay(r);
+static int is_rootfs(const struct ward_root *r) {
+	return r->rootfs_fd > 0;
+}
+static int tmpfs_root(const struct ward_root *r) {
+	return !is_rootfs(r);
+}
+static int seal_tmpfs(const struct ward_root *r) {
+	return !is_overlay(r) && !is_rootfs(r);
+}
+static int rootfs_ro(const struct ward_root *r) {
+	return is_rootfs(r) && (r->flags & WARD_ROOT_ROOTFS_RO);
 }
 static int have_mounts(const struct ward_root *r) {
 	return r->nmounts > 0;
@@ -507,15 +722,20 @@ static int have_landlock(const struct ward_root *r) {
 const struct ward_root_step ward_root_steps[] = {
 	{"make-mounts-private", NULL, make_mounts_private},
 	{"enter-new-root", NULL, enter_new_root},
+	// An OCI container's root is its rootfs, built in place.
+	{"enter-rootfs", is_rootfs, enter_rootfs},
 	{"build-root", NULL, build_root},
+	{"leave-rootfs-chroot", is_rootfs, leave_rootfs_chroot},
 	{"hide-overlay-layers", is_overlay, hide_overlay_layers},
 	// An unprivileged caller passes its sources themselves: they are
 	// cloned here, while the host's root is still reachable.
 	{"clone-user-paths", ward_root_any_clone, ward_root_clone_user_paths},
-	{"detach-host-root", NULL, detach_host_root},
+	{"detach-host-root", tmpfs_root, detach_host_root},
+	{"pivot-into-rootfs", is_rootfs, pivot_into_rootfs},
 	{"mount-user-paths", have_mounts, ward_root_mount_user_paths},
 	{"mask-denied", have_deny, ward_root_mask_denied},
-	{"seal-root", not_overlay, seal_root},
+	{"seal-root", seal_tmpfs, seal_root},
+	{"seal-rootfs", rootfs_ro, seal_rootfs},
 	{"give-root-to-user", is_overlay, give_root_to_user},
 	// The second layer, built from the policy once every mount is in
 	// place; the program's process enforces it (spawn_linux.c).

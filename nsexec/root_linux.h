@@ -10,6 +10,9 @@
 // which plans the overlays' tmpfs there).
 #define WARD_OLD_ROOT "/.oldroot"
 #define WARD_OVERLAY_DIR "/.ward-overlay"
+// Where an OCI container's rootfs is attached in the root tmpfs while the
+// plan is built in it (enter-rootfs), before it becomes the root.
+#define WARD_ROOTFS_DIR "/.ward-rootfs"
 
 // The plan's header: magic, version, and its whole size.
 #define WARD_ROOT_MAGIC "wardroot" // 8 bytes, no NUL
@@ -27,11 +30,23 @@
 #define WARD_ROOT_KEEP_UPPER 4u   // --overlay-keep: hand back the upper layers
 #define WARD_ROOT_LANDLOCK 8u     // build a Landlock ruleset
 #define WARD_ROOT_LANDLOCK_NET 16u // and restrict TCP connect to the ports
-#define WARD_ROOT_FLAGS 31u
+// With a rootfs (an OCI container's root, rootfs_fd): / is made read-only
+// at the end; and the propagation / gets after the pivot (none: private,
+// as every mount), one of four kinds, recursive with PROP_REC.
+#define WARD_ROOT_ROOTFS_RO 32u
+#define WARD_ROOT_PROP_MASK (7u << 6)
+#define WARD_ROOT_PROP_PRIVATE (1u << 6)
+#define WARD_ROOT_PROP_SLAVE (2u << 6)
+#define WARD_ROOT_PROP_SHARED (3u << 6)
+#define WARD_ROOT_PROP_UNBINDABLE (4u << 6)
+#define WARD_ROOT_PROP_REC 512u
+#define WARD_ROOT_FLAGS 1023u
 
 // An operation's kind (fs.Kind in Go).
 enum {
 	WARD_OP_BIND = 1, // bind host src at dst (recursively), read-only unless RW
+	// A new file system's source (mount(2)'s, in /proc/self/mountinfo) is
+	// src, or its type when src is "".
 	WARD_OP_TMPFS,    // a tmpfs at dst with mount data
 	WARD_OP_PROC,     // a new procfs at dst
 	WARD_OP_DEVPTS,   // a new devpts instance at dst, with data
@@ -44,15 +59,22 @@ enum {
 	WARD_OP_COPY,     // copy the host file src to dst
 	WARD_OP_SYSFS,    // a new sysfs at dst, read-only unless RW (the host's /sys bound read-only where the kernel refuses one)
 	WARD_OP_MQUEUE,   // a new mqueue file system at dst
-	WARD_OP_LAST = WARD_OP_MQUEUE,
+	WARD_OP_PROPAGATE, // set the propagation mode (MS_SHARED, MS_SLAVE, MS_PRIVATE or MS_UNBINDABLE, with MS_REC) on the mount at dst
+	WARD_OP_SETATTR,  // mount_setattr(AT_RECURSIVE) on the mount at dst: mode the MOUNT_ATTR_* to set, uid (its bits) those to clear
+	WARD_OP_LAST = WARD_OP_SETATTR,
 };
+
+// The MOUNT_ATTR_* a setattr op may set or clear: read-only, nosuid,
+// nodev, noexec, the atime modes, nodiratime, nosymfollow.
+#define WARD_SETATTR_KNOWN 0x2000ffu
 
 // An operation's flags.
 #define WARD_OP_RW 1u     // writable
 #define WARD_OP_DEV 2u    // a bind keeps device access (no nodev)
 #define WARD_OP_EXEC 4u   // a tmpfs allows exec
 #define WARD_OP_NOEXEC 8u // a bind gets noexec
-#define WARD_OP_FLAGS 15u
+#define WARD_OP_COPYUP 16u // a tmpfs starts with a copy of what was at dst (OCI's tmpcopyup)
+#define WARD_OP_FLAGS 31u
 
 // A user mount's flags (fs.UserMount).
 #define WARD_MOUNT_RW 1u     // stays writable
@@ -69,6 +91,7 @@ enum {
 struct ward_root {
 	uint32_t flags;
 	int uid, gid;         // the sandbox user (owner of the overlays' upper layers)
+	int rootfs_fd;        // an OCI container's rootfs, a detached clone the parent made (0: the root is a tmpfs)
 	uint64_t root_size;   // the root tmpfs's size in bytes (0: small)
 	uint32_t nops, nmounts, ndeny, nkeep, nrules, nports;
 	const char *ops, *mounts, *deny, *keep, *rules, *ports; // each list's first record
@@ -126,6 +149,7 @@ struct ward_root_out {
 	int upper_fd;            // hide-overlay-layers with --overlay-keep: the upper layers' dir (-1: none)
 	int landlock_fd;         // build-landlock: the ruleset (-1: none)
 	int landlock_abi;        // its ABI (0: none)
+	int stage_fd;            // between enter-rootfs and leave-rootfs-chroot: the root tmpfs, where the host's root stays (-1: none)
 	char landlock_note[256]; // why there is none, when there is none
 	// On failure: the operation ("mount", "mkdir", "pivot_root", ...) with
 	// what else it named (a bind's source: "bind /.oldroot/usr").
@@ -142,7 +166,8 @@ void ward_root_out_init(struct ward_root_out *out);
 // namespace, with its capabilities; they call no malloc (the init may be a
 // raw clone of a threaded process): lists that must grow use mmap. Stack:
 // up to about 48 KiB (path buffers), plus about 2.5 KiB per directory level
-// of the root tmpfs in give-root-to-user.
+// of the root tmpfs in give-root-to-user, and 1 KiB per directory level
+// (32 at most) of a tmpcopyup's copy.
 struct ward_root_step {
 	const char *name; // the step's name: setup_ms key and "ward: <step>: <cause>"
 	int (*when)(const struct ward_root *r);

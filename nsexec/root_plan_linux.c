@@ -12,7 +12,7 @@
 //
 //	header (64 bytes):
 //	  0 magic "wardroot"   8 u32 version   12 u32 size (of the whole plan)
-//	 16 u32 flags          20 i32 uid      24 i32 gid   28 u32 zero
+//	 16 u32 flags          20 i32 uid      24 i32 gid   28 i32 rootfs_fd
 //	 32 u64 root_size      40 u32 nops     44 u32 nmounts  48 u32 ndeny
 //	 52 u32 nkeep          56 u32 nrules   60 u32 nports
 //	then the lists, in that order:
@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "root_linux.h"
 
@@ -99,6 +100,15 @@ static int read_op(struct reader *rd, struct ward_root_op *op) {
 		break;
 	case WARD_OP_SYMLINK:
 		if (!op->link[0]) return -EINVAL;
+		break;
+	case WARD_OP_PROPAGATE: {
+		// One kind, recursive or not.
+		uint32_t kind = op->mode & ~(uint32_t)MS_REC;
+		if (kind != MS_SHARED && kind != MS_SLAVE && kind != MS_PRIVATE && kind != MS_UNBINDABLE) return -EINVAL;
+		break;
+	}
+	case WARD_OP_SETATTR:
+		if ((op->mode & ~WARD_SETATTR_KNOWN) || ((uint32_t)op->uid & ~WARD_SETATTR_KNOWN)) return -EINVAL;
 		break;
 	}
 	return 0;
@@ -186,7 +196,7 @@ static int check_list(struct reader *rd, uint32_t n, int kind, const char **firs
 int ward_unpack_root(const char *buf, size_t n, struct ward_root *r) {
 	struct reader rd = {buf, buf + n};
 	char magic[8];
-	uint32_t version, size, zero, counts[6];
+	uint32_t version, size, counts[6];
 	memset(r, 0, sizeof(*r));
 	if (n < WARD_ROOT_HEADER || n > WARD_ROOT_MAX_SIZE) return -EINVAL;
 	take(&rd, magic, 8);
@@ -195,12 +205,22 @@ int ward_unpack_root(const char *buf, size_t n, struct ward_root *r) {
 	take(&rd, &r->flags, 4);
 	take(&rd, &r->uid, 4);
 	take(&rd, &r->gid, 4);
-	take(&rd, &zero, 4);
+	take(&rd, &r->rootfs_fd, 4);
 	take(&rd, &r->root_size, 8);
 	take(&rd, counts, sizeof(counts));
-	if (memcmp(magic, WARD_ROOT_MAGIC, 8) || version != WARD_ROOT_VERSION || size != n || zero ||
+	if (memcmp(magic, WARD_ROOT_MAGIC, 8) || version != WARD_ROOT_VERSION || size != n ||
 	    (r->flags & ~WARD_ROOT_FLAGS) || r->root_size > INT64_MAX)
 		return -EINVAL;
+	// A rootfs is a clone the parent passed (never stdio), for a root
+	// without overlays; read-only and a propagation only with one, and one
+	// of the four kinds.
+	uint32_t prop = r->flags & WARD_ROOT_PROP_MASK;
+	if (r->rootfs_fd < 0 || (r->rootfs_fd > 0 && r->rootfs_fd <= 2) || prop > WARD_ROOT_PROP_UNBINDABLE ||
+	    (!r->rootfs_fd && (r->flags & (WARD_ROOT_ROOTFS_RO | WARD_ROOT_PROP_MASK | WARD_ROOT_PROP_REC))) ||
+	    (r->rootfs_fd && (r->flags & WARD_ROOT_OVERLAY)) || ((r->flags & WARD_ROOT_PROP_REC) && !prop)) {
+		memset(r, 0, sizeof(*r));
+		return -EINVAL;
+	}
 	for (int i = 0; i < 6; i++)
 		if (counts[i] > WARD_ROOT_MAX_COUNT) return -EINVAL;
 	r->nops = counts[0], r->nmounts = counts[1], r->ndeny = counts[2];

@@ -20,6 +20,8 @@ import (
 	"math"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardbox/ward/fs"
 )
 
@@ -28,6 +30,7 @@ import (
 type rootPlan struct {
 	Flags      uint32
 	UID, GID   int32
+	RootfsFD   int32
 	RootSize   uint64
 	Ops        []rootOp
 	Mounts     []rootMount
@@ -61,6 +64,14 @@ var opKinds = map[fs.Kind]uint8{
 	fs.KindDevpts: C.WARD_OP_DEVPTS, fs.KindSymlink: C.WARD_OP_SYMLINK, fs.KindFile: C.WARD_OP_FILE,
 	fs.KindMask: C.WARD_OP_MASK, fs.KindRebind: C.WARD_OP_REBIND, fs.KindSeal: C.WARD_OP_SEAL,
 	fs.KindOverlay: C.WARD_OP_OVERLAY, fs.KindCopy: C.WARD_OP_COPY, fs.KindSysfs: C.WARD_OP_SYSFS, fs.KindMqueue: C.WARD_OP_MQUEUE,
+	fs.KindPropagate: C.WARD_OP_PROPAGATE, fs.KindSetattr: C.WARD_OP_SETATTR,
+}
+
+// rootPropagations are the propagations of an OCI container's / in the
+// plan's flags.
+var rootPropagations = map[uintptr]uint32{
+	unix.MS_PRIVATE: C.WARD_ROOT_PROP_PRIVATE, unix.MS_SLAVE: C.WARD_ROOT_PROP_SLAVE,
+	unix.MS_SHARED: C.WARD_ROOT_PROP_SHARED, unix.MS_UNBINDABLE: C.WARD_ROOT_PROP_UNBINDABLE,
 }
 
 // packRoot packs spec's root for the init: its plan, user mounts, deny
@@ -94,6 +105,11 @@ func rootPlanOf(spec *Spec) (*rootPlan, error) {
 	}
 	if spec.Session {
 		p.Flags |= C.WARD_ROOT_SESSION
+	}
+	if spec.Plan != nil && spec.Plan.Rootfs != nil {
+		if err := p.setRootfs(spec.Plan.Rootfs); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Plan != nil {
 		for _, op := range spec.Plan.Ops {
@@ -130,13 +146,44 @@ func rootPlanOf(spec *Spec) (*rootPlan, error) {
 	return p, nil
 }
 
+// setRootfs puts an OCI container's rootfs in p: its clone's fd, read-only
+// and the propagation of /.
+func (p *rootPlan) setRootfs(r *fs.Rootfs) error {
+	var err error
+	if p.RootfsFD, err = int32Of("rootfs fd", r.FD); err != nil {
+		return err
+	}
+	if r.FD <= 2 {
+		return fmt.Errorf("root plan: rootfs %s: fd %d, want its clone's", r.Path, r.FD)
+	}
+	if r.Readonly {
+		p.Flags |= C.WARD_ROOT_ROOTFS_RO
+	}
+	if r.Propagation != 0 {
+		kind, ok := rootPropagations[r.Propagation&^unix.MS_REC]
+		if !ok {
+			return fmt.Errorf("root plan: rootfs propagation %#x", r.Propagation)
+		}
+		p.Flags |= kind | flag32(r.Propagation&unix.MS_REC != 0, C.WARD_ROOT_PROP_REC)
+	}
+	return nil
+}
+
+func flag32(b bool, f uint32) uint32 {
+	if b {
+		return f
+	}
+	return 0
+}
+
 func rootOpOf(op fs.Op) (rootOp, error) {
 	kind, ok := opKinds[op.Kind]
 	if !ok {
 		return rootOp{}, fmt.Errorf("root plan: %s: unknown op kind %q", op.Dst, op.Kind)
 	}
 	o := rootOp{Kind: kind, Mode: op.Mode, Src: op.Src, Dst: op.Dst, Link: op.Link, Data: op.Data, Content: op.Content,
-		Flags: flag8(op.RW, C.WARD_OP_RW) | flag8(op.Dev, C.WARD_OP_DEV) | flag8(op.Exec, C.WARD_OP_EXEC) | flag8(op.NoExec, C.WARD_OP_NOEXEC)}
+		Flags: flag8(op.RW, C.WARD_OP_RW) | flag8(op.Dev, C.WARD_OP_DEV) | flag8(op.Exec, C.WARD_OP_EXEC) | flag8(op.NoExec, C.WARD_OP_NOEXEC) |
+			flag8(op.CopyUp, C.WARD_OP_COPYUP)}
 	var err error
 	if o.SrcFD, err = int32Of("op fd", op.SrcFD); err == nil {
 		if o.UID, err = int32Of("op uid", op.UID); err == nil {
@@ -144,6 +191,15 @@ func rootOpOf(op fs.Op) (rootOp, error) {
 		}
 	}
 	return o, err
+}
+
+// validPropagation: one propagation kind, with MS_REC or not.
+func validPropagation(mode uint32) bool {
+	switch mode &^ unix.MS_REC {
+	case unix.MS_SHARED, unix.MS_SLAVE, unix.MS_PRIVATE, unix.MS_UNBINDABLE:
+		return true
+	}
+	return false
 }
 
 func flag8(b bool, f uint8) uint8 {
@@ -212,7 +268,7 @@ func (p *rootPlan) encode() ([]byte, error) {
 	w.u32(p.Flags)
 	w.u32(uint32(p.UID))
 	w.u32(uint32(p.GID))
-	w.u32(0)
+	w.u32(uint32(p.RootfsFD))
 	w.u64(p.RootSize)
 	for _, n := range []int{len(p.Ops), len(p.Mounts), len(p.Deny), len(p.Keep), len(p.Rules), len(p.Ports)} {
 		w.count("entries", n)
@@ -286,12 +342,17 @@ func (o *rootOp) encode(w *writer) {
 		w.err = fmt.Errorf("root plan: %s: fd %d", o.Dst, o.SrcFD)
 	case o.Kind == C.WARD_OP_SYMLINK && o.Link == "":
 		w.err = fmt.Errorf("root plan: %s: a symlink to nothing", o.Dst)
+	case o.Kind == C.WARD_OP_PROPAGATE && !validPropagation(o.Mode):
+		w.err = fmt.Errorf("root plan: %s: propagation %#x", o.Dst, o.Mode)
+	case o.Kind == C.WARD_OP_SETATTR && (o.Mode&^C.WARD_SETATTR_KNOWN != 0 || uint32(o.UID)&^C.WARD_SETATTR_KNOWN != 0):
+		w.err = fmt.Errorf("root plan: %s: mount attributes %#x, %#x", o.Dst, o.Mode, uint32(o.UID))
 	}
 }
 
 // check refuses the combinations and sizes the C side refuses.
 func (p *rootPlan) check(size int) error {
 	landlock, net := p.Flags&C.WARD_ROOT_LANDLOCK != 0, p.Flags&C.WARD_ROOT_LANDLOCK_NET != 0
+	prop := p.Flags & C.WARD_ROOT_PROP_MASK
 	for _, m := range p.Mounts {
 		if m.Flags&^C.WARD_MOUNT_FLAGS != 0 {
 			return fmt.Errorf("root plan: %s: mount flags %#x", m.Dst, m.Flags)
@@ -313,6 +374,10 @@ func (p *rootPlan) check(size int) error {
 		return fmt.Errorf("root plan: Landlock rules or ports without Landlock")
 	case p.Flags&C.WARD_ROOT_KEEP_UPPER != 0 && p.Flags&C.WARD_ROOT_OVERLAY == 0:
 		return fmt.Errorf("root plan: upper layers to keep without an overlay")
+	case p.RootfsFD < 0 || (p.RootfsFD > 0 && p.RootfsFD <= 2), prop > C.WARD_ROOT_PROP_UNBINDABLE,
+		p.RootfsFD == 0 && p.Flags&(C.WARD_ROOT_ROOTFS_RO|C.WARD_ROOT_PROP_MASK|C.WARD_ROOT_PROP_REC) != 0,
+		p.RootfsFD != 0 && p.Flags&C.WARD_ROOT_OVERLAY != 0, p.Flags&C.WARD_ROOT_PROP_REC != 0 && prop == 0:
+		return fmt.Errorf("root plan: rootfs fd %d with flags %#x", p.RootfsFD, p.Flags)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardbox/ward/fs"
 )
 
@@ -117,6 +119,18 @@ func TestPackRootRefusesWhatTheInitWould(t *testing.T) {
 		{"negative fd", "fd", func(s *Spec) { s.UserMounts[0].FD = -1 }},
 		{"symlink to nothing", "symlink", func(s *Spec) { s.Plan.Ops = append(s.Plan.Ops, fs.Op{Kind: fs.KindSymlink, Dst: "/l"}) }},
 		{"uid out of range", "uid", func(s *Spec) { s.UID = 1 << 40 }},
+		{"rootfs on stdio", "rootfs", func(s *Spec) { s.Overlay = false; s.Plan.Rootfs = &fs.Rootfs{Path: "/r", FD: 2} }},
+		{"rootfs propagation", "propagation", func(s *Spec) {
+			s.Overlay = false
+			s.Plan.Rootfs = &fs.Rootfs{Path: "/r", FD: 5, Propagation: unix.MS_SHARED | unix.MS_SLAVE}
+		}},
+		{"rootfs with overlays", "rootfs", func(s *Spec) { s.Overlay = true; s.Plan.Rootfs = &fs.Rootfs{Path: "/r", FD: 5} }},
+		{"two propagations", "propagation", func(s *Spec) {
+			s.Plan.Ops = append(s.Plan.Ops, fs.Op{Kind: fs.KindPropagate, Dst: "/x", Mode: unix.MS_SHARED | unix.MS_PRIVATE})
+		}},
+		{"unknown attribute", "attributes", func(s *Spec) {
+			s.Plan.Ops = append(s.Plan.Ops, fs.Op{Kind: fs.KindSetattr, Dst: "/x", Mode: unix.MOUNT_ATTR_IDMAP})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := rootSpec(t, false)
@@ -126,6 +140,30 @@ func TestPackRootRefusesWhatTheInitWould(t *testing.T) {
 				t.Errorf("packRoot: %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPackRootRootfs: an OCI container's rootfs (its clone's fd, read-only,
+// the propagation of /) and the mount options' ops reach the init as Go
+// packed them.
+func TestPackRootRootfs(t *testing.T) {
+	spec := &Spec{Plan: &fs.Plan{Rootfs: &fs.Rootfs{Path: "/b/rootfs", FD: 9, Readonly: true, Propagation: unix.MS_SLAVE | unix.MS_REC},
+		Ops: []fs.Op{{Kind: fs.KindTmpfs, Dst: "/run", RW: true},
+			{Kind: fs.KindSetattr, Dst: "/run", Mode: unix.MOUNT_ATTR_NOEXEC, UID: unix.MOUNT_ATTR_NOSUID},
+			{Kind: fs.KindPropagate, Dst: "/run", Mode: unix.MS_SHARED}}}}
+	buf, err := packRoot(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := unpackRoot(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint32(cRootfsRO | cPropSlave | cPropRec); got.RootfsFD != 9 || got.Flags != want {
+		t.Errorf("rootfs fd %d, flags %#x; want 9, %#x", got.RootfsFD, got.Flags, want)
+	}
+	if len(got.Ops) != 3 || got.Ops[1].Mode != unix.MOUNT_ATTR_NOEXEC || got.Ops[1].UID != unix.MOUNT_ATTR_NOSUID || got.Ops[2].Mode != unix.MS_SHARED {
+		t.Errorf("ops %+v", got.Ops)
 	}
 }
 
@@ -156,7 +194,7 @@ func TestUnpackRootRefusesMalformedPlans(t *testing.T) {
 	}{
 		{"magic", 0, 'W'}, {"version", 8, 2}, {"size", 12, 1}, {"unknown flag", 16, 1 << 7}, {"padding", 28, 1},
 		{"ops count", 40, 1 << 21}, {"mounts count", 44, 0}, {"ports count", 60, 4},
-		{"op kind", 64, 0}, {"op kind too big", 64, 14}, {"op flags", 65, 0x10}, {"op padding", 66, 1},
+		{"op kind", 64, 0}, {"op kind too big", 64, 16}, {"op flags", 65, 0x20}, {"op padding", 66, 1},
 	} {
 		b := append([]byte(nil), buf...)
 		b[tc.off] = byte(tc.val)
@@ -345,8 +383,9 @@ func TestLandlockHandledRightsFollowTheABI(t *testing.T) {
 func FuzzRootRoundTrip(f *testing.F) {
 	f.Add(uint32(cOverlay|cLandlock), int32(1000), uint8(1), uint8(1), "/usr", "/usr", "", "mode=0755", "x\x00y", "run/s", "/etc/*", uint32(53), uint64(7))
 	f.Add(uint32(0), int32(-1), uint8(11), uint8(15), "", "/a/../b", "l", "", "", "", "/", uint32(70000), uint64(0))
+	f.Add(uint32(32|3<<6|512), int32(5<<8), uint8(14), uint8(0), "", "/run", "", "", "", "", "/", uint32(1<<20|1<<14), uint64(0))
 	f.Fuzz(func(t *testing.T, flags uint32, id int32, kind, opFlags uint8, src, dst, link, data, content, socket, deny string, port uint32, access uint64) {
-		p := &rootPlan{Flags: flags, UID: id, GID: -id, RootSize: access >> 1,
+		p := &rootPlan{Flags: flags, UID: id, GID: -id, RootfsFD: (id >> 8) & 7, RootSize: access >> 1,
 			Ops:    []rootOp{{Kind: kind, Flags: opFlags, Mode: port, SrcFD: id & 0xff, UID: id, GID: id, Src: src, Dst: dst, Link: link, Data: data, Content: content}},
 			Mounts: []rootMount{{Flags: opFlags, FD: id & 0xfff, Src: src, Dst: dst, Sockets: []string{socket}}},
 			Deny:   []string{deny}, Keep: []string{dst},

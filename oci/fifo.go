@@ -45,16 +45,12 @@ func (s *Store) MakeExecFifo(id string, uid, gid int) (string, error) {
 // so that the status is running from then on.
 func (s *Store) ReleaseExecFifo(st *State) error {
 	path := filepath.Join(s.Dir(st.ID), ExecFifo)
-	// The init is checked before the fifo is opened: once it is, the
-	// program may run and end at once, and a subreaper (the shim) reap it
-	// before a check made after could find it.
+	// The init is checked before the fifo is opened: the open releases
+	// it, and a short program may have ended (a zombie) by the next line.
 	pidfd, err := unix.PidfdOpen(st.InitPid, 0)
 	if err != nil || !s.initAlive(st) {
 		if err == nil {
 			unix.Close(pidfd)
-		}
-		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
-			return errors.New("cannot start an already running container")
 		}
 		return fmt.Errorf("%s: the init is gone before start: %w", st.ID, ErrNotRunning)
 	}

@@ -19,6 +19,12 @@ import (
 type Launch struct {
 	Spec *nsexec.Spec
 	Opt  nsexec.Options
+	// RootfsNote (after AttachSources) says why the rootfs is not
+	// idmapped where it should be ("": it is, or need not be).
+	RootfsNote string
+	// uidMap and gidMap are the container's user namespace's maps
+	// (config.json's, or ward's).
+	uidMap, gidMap []syscall.SysProcIDMap
 	// ipcPath is the IPC namespace joined by path ("": a new one or
 	// none): its mqueue mounts are made on the host (AttachSources).
 	ipcPath string
@@ -34,8 +40,6 @@ func lifecycleUnsupported(c *Container) error {
 		why   string
 	}{
 		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
-		{"linux.devices", len(c.Devices) > 0, "device nodes are not made yet"},
-		{"linux.rootfsPropagation", c.RootfsPropagation != 0, "ward's root is private"},
 		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
@@ -87,6 +91,14 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 			c.Resources.Devices = append(c.Resources.Devices, DeviceRule{Allow: true, Type: 'c', Major: d[0], Minor: d[1], Access: "rwm"})
 		}
 	}
+	for _, d := range c.Devices {
+		// linux.devices are allowed too, as runc allows them.
+		t := d.Type
+		if t == 'u' {
+			t = 'c'
+		}
+		c.Resources.Devices = append(c.Resources.Devices, DeviceRule{Allow: true, Type: t, Major: d.Major, Minor: d.Minor, Access: "rwm"})
+	}
 	spec, err := processSpec(c, c.Process)
 	if err != nil {
 		return nil, err
@@ -115,23 +127,42 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 	if len(joined) > 0 {
 		opt.OnJoined = func() error { return writeSysctls(joined) }
 	}
-	if len(c.UIDMappings) > 0 {
-		opt.UIDMap, opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
-	}
 	l := &Launch{Spec: spec, Opt: opt}
+	l.uidMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: nsexec.HostUIDBase, Size: nsexec.IDRange}}
+	l.gidMap = l.uidMap
+	if len(c.UIDMappings) > 0 {
+		l.Opt.UIDMap, l.Opt.GIDMap = idMaps(c.UIDMappings), idMaps(c.GIDMappings)
+		l.uidMap, l.gidMap = l.Opt.UIDMap, l.Opt.GIDMap
+	}
 	if ns := c.namespace("ipc"); ns != nil {
 		l.ipcPath = ns.Path
 	}
 	return l, nil
 }
 
-// AttachSources clones every bind's source on the host (open_tree: a
-// detached copy of the mount tree) and hands it to the init by fd
-// (files.Add), so that the init, root of a user namespace of its own,
-// attaches it without looking the path up: an OCI bundle's directories
-// are often searchable by host root only. The caller closes the files.
-func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
-	var trees []*os.File
+// AttachSources clones the rootfs and every bind's source on the host
+// (open_tree: a detached copy of the mount tree) and hands them to the
+// init by fd (files.Add), so that the init, root of a user namespace of
+// its own, attaches them without looking a path up: an OCI bundle's
+// directories are often searchable by host root only. The rootfs's clone
+// is idmapped (rootfsTree). The caller closes the files.
+func (l *Launch) AttachSources(files *nsexec.Files) (trees []*os.File, err error) {
+	defer func() {
+		if err != nil {
+			for _, t := range trees {
+				t.Close()
+			}
+			trees = nil
+		}
+	}()
+	if r := l.Spec.Plan.Rootfs; r != nil {
+		t, note, err := rootfsTree(r.Path, l.uidMap, l.gidMap)
+		if err != nil {
+			return trees, err
+		}
+		trees = append(trees, t)
+		r.FD, l.RootfsNote = files.Add(t), note
+	}
 	for i := range l.Spec.Plan.Ops {
 		op := &l.Spec.Plan.Ops[i]
 		if op.Kind == fs.KindMqueue && l.ipcPath != "" {
@@ -139,10 +170,7 @@ func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
 			// joined (a pod's, host root's): made here, attached by fd.
 			m, err := nsexec.MqueueIn(l.ipcPath)
 			if err != nil {
-				for _, t := range trees {
-					t.Close()
-				}
-				return nil, err
+				return trees, err
 			}
 			trees = append(trees, m)
 			*op = fs.Op{Kind: fs.KindBind, Src: "/dev/mqueue", Dst: op.Dst, RW: true, NoExec: true, SrcFD: files.Add(m)}
@@ -151,18 +179,67 @@ func (l *Launch) AttachSources(files *nsexec.Files) ([]*os.File, error) {
 		if op.Kind != fs.KindBind {
 			continue
 		}
-		fd, err := unix.OpenTree(unix.AT_FDCWD, op.Src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		t, err := cloneTree(op.Src)
 		if err != nil {
-			for _, t := range trees {
-				t.Close()
-			}
-			return nil, fmt.Errorf("clone the bind source %s: %w", op.Src, err)
+			return trees, fmt.Errorf("clone the bind source %s: %w", op.Src, err)
 		}
-		t := os.NewFile(uintptr(fd), op.Src)
 		trees = append(trees, t)
 		op.SrcFD = files.Add(t)
 	}
 	return trees, nil
+}
+
+func cloneTree(path string) (*os.File, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// rootfsTree is the rootfs's clone, the container's root. Where the
+// container's root (uids[0], gids[0] on the host) is not the rootfs's
+// owner, the clone is idmapped through a user namespace with the
+// container's own maps: a file of host uid N shows as the container's uid
+// N, so host root's rootfs is the container root's to write, and what the
+// container root makes there is host root's on disk (the rootfs's owner's,
+// as the files around it). Where the kernel or the file system refuses
+// idmapping, the clone is plain (the rootfs is then host root's, not the
+// container's, to write) and note says why.
+func rootfsTree(path string, uids, gids []syscall.SysProcIDMap) (*os.File, string, error) {
+	t, err := cloneTree(path)
+	if err != nil {
+		return nil, "", invalid("root.path", "clone %s: %v", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(t.Fd()), &st); err != nil {
+		t.Close()
+		return nil, "", invalid("root.path", "%s: %v", path, err)
+	}
+	rootUID, rootGID := hostIDOf(uids, 0), hostIDOf(gids, 0)
+	if st.Uid == rootUID && st.Gid == rootGID {
+		return t, "", nil // the container's root owns it already
+	}
+	ns, err := nsexec.NewUserns(uids, gids)
+	if err != nil {
+		return t, fmt.Sprintf("the rootfs is not idmapped: a user namespace for it: %v", err), nil
+	}
+	defer ns.Close()
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}
+	if err := unix.MountSetattr(int(t.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		return t, fmt.Sprintf("the rootfs is not idmapped: %s refuses it: %v", path, err), nil
+	}
+	return t, "", nil
+}
+
+// hostIDOf is the host id that id maps to in m (-1: none).
+func hostIDOf(m []syscall.SysProcIDMap, id int) uint32 {
+	for _, l := range m {
+		if id >= l.ContainerID && id < l.ContainerID+l.Size {
+			return uint32(l.HostID + id - l.ContainerID)
+		}
+	}
+	return ^uint32(0)
 }
 
 // capSets are p's capability sets in the gate's order (OCI: kept as

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -12,14 +12,13 @@ import (
 )
 
 // The container's root as ward's init builds it (nsexec/root_linux.c): the
-// init pivots into a fresh tmpfs, as for every sandbox, and the plan below
-// fills it. The rootfs's top-level entries are bound into it one by one
-// (its directories and files; its symlinks made again), writable unless
-// root.readonly; then config.json's mounts in order, the default devices
-// when /dev is a mount of the container's own, the masked paths and the
-// read-only paths. The root tmpfs itself is sealed read-only at the end,
-// so a new top-level entry cannot be made; everything below the rootfs's
-// own directories is the rootfs.
+// bundle's rootfs itself, as runc has it. The parent clones the rootfs
+// (AttachSources: idmapped, where ward's user namespace makes the
+// container's root another uid than the rootfs's owner), the init attaches
+// the clone, builds the plan in it (config.json's mounts in order, the
+// default devices when /dev is a mount of the container's own, the
+// devices of linux.devices, the masked paths and the read-only paths) and
+// pivots into it; root.readonly makes / read-only at the end.
 
 // defaultDevices are runc's: bound from the host's /dev (device access
 // kept) when config.json makes /dev a file system of the container's own.
@@ -31,16 +30,16 @@ func Plan(c *Container) (*fs.Plan, error) {
 	if err != nil {
 		return nil, invalid("root.path", "%v", err)
 	}
-	p := &fs.Plan{}
-	if err := rootfsOps(p, root, !c.RootReadonly); err != nil {
-		return nil, err
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return nil, invalid("root.path", "%s: not a directory (%v)", root, err)
 	}
+	p := &fs.Plan{Rootfs: &fs.Rootfs{Path: root, Readonly: c.RootReadonly, Propagation: c.RootfsPropagation}}
 	for i, m := range c.Mounts {
-		op, err := mountOp(m, fmt.Sprintf("mounts[%d]", i))
+		ops, err := mountOps(m, fmt.Sprintf("mounts[%d]", i))
 		if err != nil {
 			return nil, err
 		}
-		p.Ops = append(p.Ops, op)
+		p.Ops = append(p.Ops, ops...)
 	}
 	if c.mountsDev() {
 		for _, d := range defaultDevices {
@@ -51,6 +50,13 @@ func Plan(c *Container) (*fs.Plan, error) {
 			fs.Op{Kind: fs.KindSymlink, Dst: "/dev/stdin", Link: "/proc/self/fd/0"},
 			fs.Op{Kind: fs.KindSymlink, Dst: "/dev/stdout", Link: "/proc/self/fd/1"},
 			fs.Op{Kind: fs.KindSymlink, Dst: "/dev/stderr", Link: "/proc/self/fd/2"})
+	}
+	for i, d := range c.Devices {
+		op, err := deviceOp(d, fmt.Sprintf("linux.devices[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		p.Ops = append(p.Ops, op)
 	}
 	for _, m := range c.MaskedPaths {
 		p.Ops = append(p.Ops, fs.Op{Kind: fs.KindMask, Dst: m})
@@ -72,51 +78,155 @@ func (c *Container) mountsDev() bool {
 	return false
 }
 
-// rootfsOps binds the rootfs's top-level entries (in name order) into the
-// root tmpfs.
-func rootfsOps(p *fs.Plan, root string, rw bool) error {
-	ents, err := os.ReadDir(root)
+// mountOps are one of config.json's mounts as plan operations: the mount,
+// then its recursive attributes (rro, rnosuid, ...) and its propagation.
+func mountOps(m Mount, field string) ([]fs.Op, error) {
+	op, err := mountOp(m, field)
 	if err != nil {
-		return invalid("root.path", "%v", err)
+		return nil, err
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	for _, e := range ents {
-		src, dst := filepath.Join(root, e.Name()), "/"+e.Name()
-		switch {
-		case e.Type()&os.ModeSymlink != 0:
-			link, err := os.Readlink(src)
-			if err != nil {
-				return invalid("root.path", "%v", err)
-			}
-			p.Ops = append(p.Ops, fs.Op{Kind: fs.KindSymlink, Dst: dst, Link: link})
-		case e.IsDir() || e.Type().IsRegular():
-			p.Ops = append(p.Ops, fs.Op{Kind: fs.KindBind, Src: src, Dst: dst, RW: rw})
-		}
+	op.CopyUp = m.TmpCopyUp // a tmpfs's (specMounts checked)
+	ops := []fs.Op{op}
+	if m.AttrSet != 0 || m.AttrClr != 0 {
+		ops = append(ops, fs.Op{Kind: fs.KindSetattr, Dst: m.Destination, Mode: uint32(m.AttrSet), UID: int(uint32(m.AttrClr))})
 	}
-	return nil
+	for _, p := range m.Propagation {
+		ops = append(ops, fs.Op{Kind: fs.KindPropagate, Dst: m.Destination, Mode: uint32(p)})
+	}
+	return ops, nil
 }
 
 // mountOp is one of config.json's mounts as a plan operation.
 func mountOp(m Mount, field string) (fs.Op, error) {
-	ro := m.Flags&unix.MS_RDONLY != 0 || m.AttrSet&unix.MOUNT_ATTR_RDONLY != 0
+	ro := m.Flags&unix.MS_RDONLY != 0
 	switch {
-	case len(m.Propagation) > 0 || m.AttrSet&^unix.MOUNT_ATTR_RDONLY != 0 || m.AttrClr != 0 || m.TmpCopyUp:
-		return fs.Op{}, unsupported(field+".options", "propagation, recursive attributes and tmpcopyup are not set up yet")
 	case m.Bind:
 		return fs.Op{Kind: fs.KindBind, Src: m.Source, Dst: m.Destination, RW: !ro,
 			Dev: m.Flags&unix.MS_NODEV == 0, NoExec: m.Flags&unix.MS_NOEXEC != 0}, nil
 	}
+	// A new file system's source is config.json's ("shm" for a tmpfs), as
+	// /proc/self/mountinfo then shows it.
+	src := m.Source
+	if strings.ContainsRune(src, 0) || len(src) >= 4096 {
+		return fs.Op{}, invalid(field+".source", "%.40q: not a source", src)
+	}
 	switch m.Type {
 	case "proc":
-		return fs.Op{Kind: fs.KindProc, Dst: m.Destination}, nil
+		return fs.Op{Kind: fs.KindProc, Src: src, Dst: m.Destination}, nil
 	case "tmpfs":
-		return fs.Op{Kind: fs.KindTmpfs, Dst: m.Destination, Data: m.Data, RW: !ro, Exec: m.Flags&unix.MS_NOEXEC == 0}, nil
+		return fs.Op{Kind: fs.KindTmpfs, Src: src, Dst: m.Destination, Data: m.Data, RW: !ro, Exec: m.Flags&unix.MS_NOEXEC == 0}, nil
 	case "devpts":
-		return fs.Op{Kind: fs.KindDevpts, Dst: m.Destination, Data: m.Data}, nil
+		return fs.Op{Kind: fs.KindDevpts, Src: src, Dst: m.Destination, Data: m.Data}, nil
 	case "sysfs":
-		return fs.Op{Kind: fs.KindSysfs, Dst: m.Destination, RW: !ro}, nil
+		return fs.Op{Kind: fs.KindSysfs, Src: src, Dst: m.Destination, RW: !ro}, nil
 	case "mqueue":
-		return fs.Op{Kind: fs.KindMqueue, Dst: m.Destination}, nil
+		return fs.Op{Kind: fs.KindMqueue, Src: src, Dst: m.Destination}, nil
+	case "cgroup", "cgroup2":
+		// The container's own cgroup, once create knows its path
+		// (Launch.CgroupMounts).
+		return fs.Op{Kind: kindCgroup, Dst: m.Destination, RW: !ro, NoExec: m.Flags&unix.MS_NOEXEC != 0}, nil
 	}
 	return fs.Op{}, unsupported(field+".type", fmt.Sprintf("a %s mount is not set up yet", m.Type))
+}
+
+// kindCgroup is a cgroup mount in a Plan until Launch.CgroupMounts makes
+// it binds of the container's cgroup (the init knows no such operation).
+const kindCgroup fs.Kind = "oci-cgroup"
+
+// CgroupMounts makes each cgroup mount of the plan the container's own
+// cgroup cg (below s's cgroup file system), as runc has it for a
+// container that may not mount a cgroup file system itself (the init is
+// not in the container's cgroup namespace yet when it builds the root):
+// on cgroup v2 a bind of its directory in the v2 tree; on v1 a tmpfs
+// holding a bind of its directory in each hierarchy (the hierarchies'
+// symlinks, cpu to cpu,cpuacct, made again). Read-only unless the mount
+// says rw.
+func (l *Launch) CgroupMounts(s *Store, cg string) error {
+	var ops []fs.Op
+	for _, op := range l.Spec.Plan.Ops {
+		if op.Kind != kindCgroup {
+			ops = append(ops, op)
+			continue
+		}
+		if s.unified() {
+			ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(s.cgroupRoot, cg), Dst: op.Dst, RW: op.RW, NoExec: op.NoExec})
+			continue
+		}
+		ops = append(ops, fs.Op{Kind: fs.KindTmpfs, Dst: op.Dst, RW: true, Data: "mode=0755,size=64k,nr_inodes=64"})
+		ents, err := os.ReadDir(s.cgroupRoot)
+		if err != nil {
+			return fmt.Errorf("cgroup mount %s: %w", op.Dst, err)
+		}
+		for _, e := range ents {
+			src, dst := filepath.Join(s.cgroupRoot, e.Name()), filepath.Join(op.Dst, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				link, err := os.Readlink(src)
+				if err != nil {
+					return fmt.Errorf("cgroup mount %s: %w", op.Dst, err)
+				}
+				ops = append(ops, fs.Op{Kind: fs.KindSymlink, Dst: dst, Link: link})
+			case e.IsDir() && e.Name() != "unified":
+				ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(src, cg), Dst: dst, RW: op.RW, NoExec: op.NoExec})
+			}
+		}
+		if !op.RW {
+			ops = append(ops, fs.Op{Kind: fs.KindSeal, Dst: op.Dst})
+		}
+	}
+	l.Spec.Plan.Ops = ops
+	return nil
+}
+
+// hostDev is where deviceOp looks for host nodes (a test's own directory).
+var hostDev = "/dev"
+
+// deviceOp is one of linux.devices: in a user namespace the kernel refuses
+// mknod, so the host's node of the same type and numbers is bound at the
+// path, as runc does for a rootless container. The node keeps the host
+// node's mode and owner (changing them would change the host's).
+func deviceOp(d Device, field string) (fs.Op, error) {
+	if d.Type == 'p' {
+		return fs.Op{}, unsupported(field+".type", "a fifo is not made yet")
+	}
+	src, ok := hostDevice(d)
+	if !ok {
+		return fs.Op{}, invalid(field, "%s (%c %d:%d): no node of the host's /dev has that type and numbers, "+
+			"and a user namespace may not make one", d.Path, d.Type, d.Major, d.Minor)
+	}
+	return fs.Op{Kind: fs.KindBind, Src: src, Dst: d.Path, RW: true, Dev: true}, nil
+}
+
+// hostDevice finds the host's node for d: hostDev/<d's name> first, then
+// any in hostDev and its directories (in name order; not pts, shm or
+// mqueue, which hold no device nodes of interest).
+func hostDevice(d Device) (string, bool) {
+	want := uint32(unix.S_IFCHR)
+	if d.Type == 'b' {
+		want = unix.S_IFBLK
+	}
+	match := func(path string) bool {
+		var st unix.Stat_t
+		return unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == want &&
+			int64(unix.Major(st.Rdev)) == d.Major && int64(unix.Minor(st.Rdev)) == d.Minor
+	}
+	if p := filepath.Join(hostDev, filepath.Base(d.Path)); match(p) {
+		return p, true
+	}
+	dirs := []string{hostDev}
+	for len(dirs) > 0 {
+		dir := dirs[0]
+		dirs = dirs[1:]
+		ents, _ := os.ReadDir(dir) // sorted by name
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			switch {
+			case e.IsDir() && dir == hostDev && e.Name() != "pts" && e.Name() != "shm" && e.Name() != "mqueue":
+				dirs = append(dirs, p)
+			case e.Type()&(os.ModeDevice|os.ModeCharDevice) != 0 && match(p):
+				return p, true
+			}
+		}
+	}
+	return "", false
 }

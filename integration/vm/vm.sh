@@ -202,7 +202,8 @@ build_initramfs() {
 	printf 'passwd: files\ngroup: files\nshadow: files\nhosts: files\nnetworks: files\nprotocols: files\nservices: files\n' >"$STAGE/etc/nsswitch.conf"
 	echo '# no network in the test VM' >"$STAGE/etc/resolv.conf"
 	ln -s ../proc/self/mounts "$STAGE/etc/mtab"
-	for f in ld.so.cache ld.so.conf ld.so.conf.d alternatives os-release protocols services; do
+	# containers/: podman's policy.json (integration/oci_podman_test.go).
+	for f in ld.so.cache ld.so.conf ld.so.conf.d alternatives os-release protocols services containers; do
 		[ -e "/etc/$f" ] && cp -a "/etc/$f" "$STAGE/etc/"
 	done
 	[ -L "$STAGE/etc/os-release" ] && cp --remove-destination /etc/os-release "$STAGE/etc/os-release"

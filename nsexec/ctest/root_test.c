@@ -12,12 +12,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +85,32 @@ static void op(struct plan *p, uint8_t kind, uint8_t flags, const char *src, con
 	str(p, link);
 	str(p, data);
 	str(p, content);
+}
+
+// op_attrs is an op whose mode and uid are its own (propagate, setattr).
+static void op_attrs(struct plan *p, uint8_t kind, const char *dst, uint32_t mode, uint32_t uid) {
+	u8(p, kind);
+	u8(p, 0);
+	u8(p, 0);
+	u8(p, 0);
+	u32(p, mode);
+	u32(p, 0);
+	u32(p, uid);
+	u32(p, 0);
+	for (int i = 0; i < 5; i++) str(p, i == 1 ? dst : "");
+}
+
+// op_fd is a bind of the parent's clone fd at dst, read-only.
+static void op_fd(struct plan *p, const char *src, const char *dst, int32_t fd) {
+	op(p, WARD_OP_BIND, 0, src, dst, "", "", "");
+	// src_fd is the op's third u32, after kind, flags, padding and mode.
+	size_t at = p->n - (20 + 4 + strlen(src) + 1 + 4 + strlen(dst) + 1 + 3 * 5) + 8;
+	memcpy(p->b + at, &fd, 4);
+}
+
+// set_rootfs puts an OCI rootfs's fd in the header.
+static void set_rootfs(struct plan *p, int32_t fd) {
+	memcpy(p->b + 28, &fd, 4);
 }
 
 static void finish(struct plan *p) {
@@ -231,6 +261,45 @@ static void test_malformed(void) {
 		   {"huge count", 40, WARD_ROOT_MAX_COUNT + 1}, {"root size", 36, 0x80000000u}, {"flags apart", 16, WARD_ROOT_KEEP_UPPER}};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *b = exact(p.b, p.n);
+		memcpy(b + bad[i].off, &bad[i].val, 4);
+		EXPECT(ward_unpack_root(b, p.n, &r) == -EINVAL, "%s", bad[i].name);
+		free(b);
+	}
+}
+
+// test_rootfs_plan: an OCI container's rootfs (its fd, read-only, the
+// propagation of /) and the propagate and setattr ops are read back;
+// what the parser refuses about them is refused.
+static void test_rootfs_plan(void) {
+	static struct plan p;
+	struct ward_root r;
+	uint32_t counts[6] = {2, 0, 0, 0, 0, 0};
+	header(&p, WARD_ROOT_ROOTFS_RO | WARD_ROOT_PROP_SHARED | WARD_ROOT_PROP_REC, counts);
+	set_rootfs(&p, 7);
+	op_attrs(&p, WARD_OP_PROPAGATE, "/dev", MS_SLAVE | MS_REC, 0);
+	op_attrs(&p, WARD_OP_SETATTR, "/sys", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, MOUNT_ATTR_NOEXEC);
+	finish(&p);
+	char *b = exact(p.b, p.n);
+	EXPECT(ward_unpack_root(b, p.n, &r) == 0 && r.rootfs_fd == 7, "unpack: rootfs fd %d", r.rootfs_fd);
+	struct ward_root_cursor c = ward_root_list(&r, r.ops);
+	struct ward_root_op o;
+	EXPECT(ward_root_next_op(&c, &o) == 0 && o.kind == WARD_OP_PROPAGATE && o.mode == (MS_SLAVE | MS_REC), "propagate op");
+	EXPECT(ward_root_next_op(&c, &o) == 0 && o.kind == WARD_OP_SETATTR && o.uid == MOUNT_ATTR_NOEXEC, "setattr op");
+	free(b);
+	struct {
+		const char *name;
+		size_t off;
+		uint32_t val;
+	} bad[] = {{"rootfs fd 2 (stdio)", 28, 2}, {"rootfs fd < 0", 28, 0xffffffffu}, {"read-only without a rootfs fd", 28, 0},
+		   {"propagation 5", 16, 5u << 6}, {"recursive with no propagation", 16, WARD_ROOT_PROP_REC},
+		   {"a rootfs with overlays", 16, WARD_ROOT_OVERLAY},
+		   // The first op's mode is at 68 (after the header's 64 bytes,
+		   // kind, flags and padding); it is 49 bytes long (20, four
+		   // empty strings of 5 and "/dev" in 9), so the second's is at 117.
+		   {"two propagation kinds", 68, MS_SLAVE | MS_SHARED}, {"not a propagation", 68, MS_RDONLY},
+		   {"an unknown attribute to set", 117, 1u << 30}, {"an unknown attribute to clear", 125, 1u << 30}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		b = exact(p.b, p.n);
 		memcpy(b + bad[i].off, &bad[i].val, 4);
 		EXPECT(ward_unpack_root(b, p.n, &r) == -EINVAL, "%s", bad[i].name);
 		free(b);
@@ -390,16 +459,158 @@ static void test_steps(void) {
 	EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the steps' child: status %#x", st);
 }
 
+// mountinfo_of gives the optional fields of the mount at path (its
+// mountinfo line's 7th field on), in buf; 0 if found.
+static int mountinfo_of(const char *path, char *buf, size_t size) {
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[1024], mnt[512];
+	int found = -1;
+	while (f && found && fgets(line, sizeof(line), f)) {
+		int off = 0;
+		if (sscanf(line, "%*s %*s %*s %*s %511s %*s %n", mnt, &off) == 1 && off && !strcmp(mnt, path)) {
+			snprintf(buf, size, "%s", line + off);
+			found = 0;
+		}
+	}
+	if (f) fclose(f);
+	return found;
+}
+
+// run_rootfs_steps runs every step with an OCI rootfs (the host directory
+// dir, cloned as the parent clones it) in a child of a mount namespace of
+// its own, then looks at the root: the rootfs itself, with the plan built
+// in it (an absolute symlink of the rootfs resolved within it), the host's
+// root gone, / shared and read-only with ro, else writable.
+static int run_rootfs_steps(const char *dir, int ro) {
+	static struct plan p;
+	struct ward_root r;
+	struct ward_root_out out;
+	if (unshare(CLONE_NEWNS) < 0) {
+		fprintf(stderr, "root_test: unshare(CLONE_NEWNS): %s\n", strerror(errno));
+		return 1; // never a mount in the host's namespace
+	}
+	if (mount("", "/", "", MS_REC | MS_PRIVATE, "") < 0) return 1;
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+	EXPECT(fd > 2, "open_tree %s: %s", dir, strerror(errno));
+	if (fd <= 2) return failures;
+	int usr = (int)syscall(SYS_open_tree, AT_FDCWD, "/usr", OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
+	EXPECT(usr > 2, "open_tree /usr: %s", strerror(errno));
+	if (usr <= 2) return failures;
+	uint32_t counts[6] = {10, 0, 0, 0, 0, 0};
+	header(&p, (ro ? WARD_ROOT_ROOTFS_RO : 0) | WARD_ROOT_PROP_SHARED, counts);
+	set_rootfs(&p, fd);
+	op(&p, WARD_OP_TMPFS, WARD_OP_RW, "", "/dev", "", "mode=0755,size=64k", "");
+	op_fd(&p, "/usr", "/usr", usr);
+	op(&p, WARD_OP_BIND, WARD_OP_RW | WARD_OP_DEV, "/dev/null", "/dev/null", "", "", "");
+	op(&p, WARD_OP_PROC, 0, "", "/proc", "", "", "");
+	op(&p, WARD_OP_MASK, 0, "", "/proc/kcore", "", "", "");
+	op(&p, WARD_OP_TMPFS, WARD_OP_RW, "", "/abs/run", "", "mode=0755,size=64k", "");
+	op_attrs(&p, WARD_OP_SETATTR, "/abs/run", MOUNT_ATTR_NOEXEC, 0);
+	op_attrs(&p, WARD_OP_PROPAGATE, "/abs/run", MS_UNBINDABLE, 0);
+	op(&p, WARD_OP_SYMLINK, 0, "", "/dev/fd", "/proc/self/fd", "", "");
+	op(&p, WARD_OP_TMPFS, WARD_OP_COPYUP, "", "/etc", "", "size=64k", "");
+	finish(&p);
+	if (ward_unpack_root(p.b, p.n, &r)) return 1;
+	ward_root_out_init(&out);
+	for (int i = 0; i < ward_root_nsteps; i++) {
+		if (ward_root_steps[i].when && !ward_root_steps[i].when(&r)) continue;
+		int e = ward_root_steps[i].run(&r, &out);
+		EXPECT(e == 0, "%s: %s %s: %s", ward_root_steps[i].name, out.what, out.path, strerror(e));
+		if (e) return failures;
+	}
+	struct stat st;
+	struct statfs sf;
+	char info[512] = "";
+	EXPECT(access("/marker", F_OK) == 0, "/ is not the rootfs");
+	EXPECT(access(WARD_ROOTFS_DIR, F_OK) < 0 && access(WARD_OLD_ROOT, F_OK) < 0, "the root tmpfs or the host's root is there");
+	EXPECT(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "/dev/null");
+	EXPECT(statfs("/inside/run", &sf) == 0 && sf.f_type == 0x01021994 && read_ro("/inside") == ro,
+	       "/abs/run (/abs -> /inside) not a tmpfs at /inside/run");
+	struct statvfs sv;
+	EXPECT(statvfs("/inside/run", &sv) == 0 && (sv.f_flag & ST_NOEXEC), "/inside/run not noexec");
+	EXPECT(mountinfo_of("/", info, sizeof(info)) == 0 && strstr(info, "shared:"), "/ is not shared: %s", info);
+	// tmpcopyup: the rootfs's /etc copied into a tmpfs, sealed after.
+	char got[16] = "";
+	int hf = open("/etc/sub/hosts", O_RDONLY | O_CLOEXEC);
+	EXPECT(hf >= 0 && read(hf, got, sizeof(got)) == 2 && !strcmp(got, "x\n"), "/etc/sub/hosts: %s", got);
+	if (hf >= 0) close(hf);
+	EXPECT(stat("/etc/sub/hosts", &st) == 0 && (st.st_mode & 07777) == 0640, "/etc/sub/hosts mode %o", st.st_mode & 07777);
+	EXPECT(stat("/etc", &st) == 0 && (st.st_mode & 07777) == 0710, "/etc mode %o", st.st_mode & 07777);
+	char link[16] = "";
+	EXPECT(readlink("/etc/l", link, sizeof(link) - 1) == 9 && !strcmp(link, "sub/hosts"), "/etc/l -> %s", link);
+	EXPECT(statfs("/etc", &sf) == 0 && sf.f_type == 0x01021994 && read_ro("/etc"), "/etc not a read-only tmpfs");
+	EXPECT(mountinfo_of("/inside/run", info, sizeof(info)) == 0 && strstr(info, "unbindable"), "/inside/run: %s", info);
+	EXPECT(read_ro("/") == ro, "/ read-only %d, want %d", read_ro("/"), ro);
+	// The parent's clone of /usr, bound after /dev, is listed after it.
+	EXPECT(access("/usr/bin", F_OK) == 0 && read_ro("/usr"), "/usr not the host's, read-only");
+	char line[1024];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int seen_dev = 0, usr_after_dev = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		seen_dev |= strstr(line, " /dev rw") != NULL;
+		if (strstr(line, " /usr ro")) usr_after_dev = seen_dev;
+	}
+	if (f) fclose(f);
+	EXPECT(usr_after_dev, "/usr (a clone bound after /dev) listed before /dev in mountinfo");
+	int made = mkdir("/made", 0755);
+	EXPECT(ro ? made < 0 && errno == EROFS : made == 0, "mkdir /made: %d (%s)", made, strerror(errno));
+	return failures;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+// test_rootfs_steps: the steps with an OCI rootfs, writable and read-only;
+// what the container made is in the host directory.
+static void test_rootfs_steps(void) {
+	for (int ro = 0; ro < 2; ro++) {
+		char dir[] = "/tmp/ward-root-test-XXXXXX", path[64];
+		EXPECT(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+		snprintf(path, sizeof(path), "%s/marker", dir);
+		close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+		snprintf(path, sizeof(path), "%s/inside", dir);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/abs", dir);
+		EXPECT(symlink("/inside", path) == 0, "symlink: %s", strerror(errno));
+		snprintf(path, sizeof(path), "%s/etc", dir);
+		mkdir(path, 0710);
+		chmod(path, 0710);
+		snprintf(path, sizeof(path), "%s/etc/sub", dir);
+		mkdir(path, 0755);
+		snprintf(path, sizeof(path), "%s/etc/sub/hosts", dir);
+		int hf = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0640);
+		EXPECT(hf >= 0 && write(hf, "x\n", 2) == 2, "write %s", path);
+		if (hf >= 0) close(hf);
+		chmod(path, 0640);
+		snprintf(path, sizeof(path), "%s/etc/l", dir);
+		EXPECT(symlink("sub/hosts", path) == 0, "symlink: %s", strerror(errno));
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid == 0) _exit(run_rootfs_steps(dir, ro));
+		int st;
+		EXPECT(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the rootfs steps' child (ro %d): status %#x", ro, st);
+		snprintf(path, sizeof(path), "%s/made", dir);
+		EXPECT((access(path, F_OK) == 0) == !ro, "ro %d: /made in the host directory: %s", ro, strerror(errno));
+		nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+}
+
 int main(void) {
 	test_round_trip();
 	test_malformed();
+	test_rootfs_plan();
 	test_match();
 	test_clean();
 	test_glob_deep();
 	test_sort();
 	test_fail_detail();
 	test_handled();
-	if (geteuid() == 0) test_steps();
+	if (geteuid() == 0) {
+		test_steps();
+		test_rootfs_steps();
+	}
 	else fprintf(stderr, "root_test: not root: the steps not run (they need a mount namespace)\n");
 	if (failures) {
 		fprintf(stderr, "root_test: %d failures\n", failures);

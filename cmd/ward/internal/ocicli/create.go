@@ -86,6 +86,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	for _, p := range procs {
 		files.Add(p)
 	}
+	if err := launch.CgroupMounts(e.store, cg); err != nil {
+		return nil, err
+	}
 	trees, err := launch.AttachSources(&files)
 	if err != nil {
 		return nil, err
@@ -95,6 +98,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 			t.Close()
 		}
 	}()
+	if launch.RootfsNote != "" && e.logger != nil {
+		e.logger.Debugf("%s", launch.RootfsNote)
+	}
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
 	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: f.takeConsole}

@@ -1,0 +1,153 @@
+package oci
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardbox/ward/fs"
+	"github.com/wardbox/ward/nsexec"
+)
+
+// TestPlanRootIsTheRootfs: the plan's root is the rootfs itself, with
+// root.readonly and linux.rootfsPropagation; none of its entries is an
+// operation of its own.
+func TestPlanRootIsTheRootfs(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		ro   bool
+		prop uintptr
+	}{{false, 0}, {true, unix.MS_SHARED | unix.MS_REC}, {false, unix.MS_SLAVE}} {
+		p, err := Plan(&Container{Root: root, RootReadonly: c.ro, RootfsPropagation: c.prop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &fs.Rootfs{Path: root, Readonly: c.ro, Propagation: c.prop}
+		if !reflect.DeepEqual(p.Rootfs, want) || len(p.Ops) != 0 {
+			t.Errorf("readonly %v, propagation %#x: rootfs %+v, ops %v; want %+v and no ops", c.ro, c.prop, p.Rootfs, p.Ops, want)
+		}
+	}
+	if _, err := Plan(&Container{Root: root + "/missing"}); err == nil || !strings.Contains(err.Error(), "root.path") {
+		t.Errorf("a missing rootfs: %v, want an error naming root.path", err)
+	}
+}
+
+// TestPlanMountOptions: a mount is followed by its recursive attributes
+// (set and cleared) and its propagations, in order; a tmpcopyup tmpfs
+// says so.
+func TestPlanMountOptions(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		m     Mount
+		want  []fs.Op
+		error string
+	}{
+		{"plain, its source kept", Mount{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Data: "mode=755"},
+			[]fs.Op{{Kind: fs.KindTmpfs, Src: "shm", Dst: "/dev/shm", Data: "mode=755", RW: true, Exec: true}}, ""},
+		{"rro, rnosuid, rexec", Mount{Destination: "/data", Bind: true, Source: "/srv",
+			AttrSet: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, AttrClr: unix.MOUNT_ATTR_NOEXEC},
+			[]fs.Op{{Kind: fs.KindBind, Src: "/srv", Dst: "/data", RW: true, Dev: true},
+				{Kind: fs.KindSetattr, Dst: "/data", Mode: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID, UID: unix.MOUNT_ATTR_NOEXEC}}, ""},
+		{"rslave, then shared", Mount{Destination: "/mnt", Type: "tmpfs", Propagation: []uintptr{unix.MS_SLAVE | unix.MS_REC, unix.MS_SHARED}},
+			[]fs.Op{{Kind: fs.KindTmpfs, Dst: "/mnt", RW: true, Exec: true},
+				{Kind: fs.KindPropagate, Dst: "/mnt", Mode: unix.MS_SLAVE | unix.MS_REC}, {Kind: fs.KindPropagate, Dst: "/mnt", Mode: unix.MS_SHARED}}, ""},
+		{"tmpcopyup", Mount{Destination: "/etc", Type: "tmpfs", TmpCopyUp: true, Flags: unix.MS_RDONLY},
+			[]fs.Op{{Kind: fs.KindTmpfs, Dst: "/etc", Exec: true, CopyUp: true}}, ""},
+		{"an unknown type", Mount{Destination: "/x", Type: "ext4"}, nil, "mounts[0].type"},
+	} {
+		got, err := mountOps(c.m, "mounts[0]")
+		if c.error != "" {
+			if err == nil || !strings.Contains(err.Error(), c.error) {
+				t.Errorf("%s: %v, want an error naming %s", c.name, err, c.error)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %+v, %v\nwant %+v", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestPlanDevices: a device of linux.devices is the host's node of the
+// same type and numbers, bound with device access; one the host has no
+// node for, and a fifo, are refused naming the device.
+func TestPlanDevices(t *testing.T) {
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/null", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		t.Skipf("no character device /dev/null here (%v)", err)
+	}
+	root := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		d     Device
+		src   string
+		error string
+	}{
+		{"same name", Device{Path: "/dev/null", Type: 'c', Major: 1, Minor: 3}, "/dev/null", ""},
+		{"another name", Device{Path: "/dev/my/null", Type: 'u', Major: 1, Minor: 3}, "", ""},
+		{"no host node", Device{Path: "/dev/nothing", Type: 'c', Major: 4095, Minor: 1048575}, "", "linux.devices[0]: /dev/nothing (c 4095:1048575)"},
+		{"a block device with a char's numbers", Device{Path: "/dev/bnull", Type: 'b', Major: 1, Minor: 3}, "", "linux.devices[0]"},
+		{"a fifo", Device{Path: "/dev/fifo", Type: 'p'}, "", "linux.devices[0].type"},
+	} {
+		p, err := Plan(&Container{Root: root, Devices: []Device{c.d}})
+		if c.error != "" {
+			if err == nil || !strings.Contains(err.Error(), c.error) {
+				t.Errorf("%s: %v, want an error naming %s", c.name, err, c.error)
+			}
+			continue
+		}
+		if err != nil || len(p.Ops) != 1 {
+			t.Fatalf("%s: %v, %v", c.name, p, err)
+		}
+		op := p.Ops[0]
+		var got unix.Stat_t
+		if op.Kind != fs.KindBind || op.Dst != c.d.Path || !op.RW || !op.Dev || unix.Stat(op.Src, &got) != nil ||
+			got.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(got.Rdev) != 1 || unix.Minor(got.Rdev) != 3 || (c.src != "" && op.Src != c.src) {
+			t.Errorf("%s: %+v, want a bind with device access of the host's 1:3", c.name, op)
+		}
+	}
+}
+
+// TestPlanCgroupMounts: a cgroup mount is the container's own cgroup: on
+// v2 a bind of its directory; on v1 a tmpfs with a bind of its directory
+// in each hierarchy (not the hybrid layout's unified tree), the
+// hierarchies' symlinks made again, sealed unless rw.
+func TestPlanCgroupMounts(t *testing.T) {
+	v1, v2 := t.TempDir(), t.TempDir()
+	for _, d := range []string{"cpu,cpuacct", "memory", "unified"} {
+		if err := os.Mkdir(filepath.Join(v1, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("cpu,cpuacct", filepath.Join(v1, "cpu")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v2, "cgroup.controllers"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Flags: unix.MS_RDONLY | unix.MS_NOEXEC}
+	for _, c := range []struct {
+		root string
+		want []fs.Op
+	}{
+		{v2, []fs.Op{{Kind: fs.KindBind, Src: v2 + "/c/d", Dst: "/sys/fs/cgroup", NoExec: true}}},
+		{v1, []fs.Op{{Kind: fs.KindTmpfs, Dst: "/sys/fs/cgroup", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"},
+			{Kind: fs.KindSymlink, Dst: "/sys/fs/cgroup/cpu", Link: "cpu,cpuacct"},
+			{Kind: fs.KindBind, Src: v1 + "/cpu,cpuacct/c/d", Dst: "/sys/fs/cgroup/cpu,cpuacct", NoExec: true},
+			{Kind: fs.KindBind, Src: v1 + "/memory/c/d", Dst: "/sys/fs/cgroup/memory", NoExec: true},
+			{Kind: fs.KindSeal, Dst: "/sys/fs/cgroup"}}},
+	} {
+		p, err := Plan(&Container{Root: t.TempDir(), Mounts: []Mount{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Launch{Spec: &nsexec.Spec{Plan: p}}
+		if err := l.CgroupMounts(&Store{cgroupRoot: c.root}, "/c/d"); err != nil || !reflect.DeepEqual(p.Ops, c.want) {
+			t.Errorf("%s: %+v, %v\nwant %+v", c.root, p.Ops, err, c.want)
+		}
+	}
+}
