@@ -120,6 +120,31 @@ func TestMakeDevices(t *testing.T) {
 	}
 }
 
+// TestHostDevice: a rootless caller's fallback finds the host's node of
+// a device's type and numbers, under its own name or another; none for a
+// block device with a char device's numbers.
+func TestHostDevice(t *testing.T) {
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/null", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		t.Skipf("no character device /dev/null here (%v)", err)
+	}
+	for _, c := range []struct {
+		d  Device
+		ok bool
+	}{
+		{Device{Path: "/dev/null", Type: 'c', Major: 1, Minor: 3}, true},
+		{Device{Path: "/dev/my/null", Type: 'u', Major: 1, Minor: 3}, true},
+		{Device{Path: "/dev/bnull", Type: 'b', Major: 1, Minor: 3}, false},
+		{Device{Path: "/dev/none", Type: 'c', Major: 4095, Minor: 1048575}, false},
+	} {
+		src, ok := hostDevice(c.d)
+		var got unix.Stat_t
+		if ok != c.ok || (ok && (unix.Stat(src, &got) != nil || got.Rdev != st.Rdev)) {
+			t.Errorf("%+v: %q, %v; want found %v", c.d, src, ok, c.ok)
+		}
+	}
+}
+
 // TestPlanCgroupMounts: a cgroup mount is the container's own cgroup: on
 // v2 a bind of its directory; on v1 a tmpfs with a bind of its directory
 // in each hierarchy (not the hybrid layout's unified tree), the
