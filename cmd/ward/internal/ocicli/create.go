@@ -85,6 +85,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err := launch.CgroupMounts(e.store, cg); err != nil {
 		return nil, err
 	}
+	if err := c.MakeMountPoints(); err != nil { // as runc: in the bundle's rootfs
+		return nil, err
+	}
 	trees, err := launch.AttachSources(&files)
 	if err != nil {
 		return nil, err
