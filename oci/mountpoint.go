@@ -17,9 +17,10 @@ import (
 // cloned, with nothing but mkdirat and openat in the host's mount
 // namespace: the container's root may not write the rootfs where it is
 // not idmapped. Paths resolve within the rootfs (openat2 RESOLVE_IN_ROOT:
-// a symlink, absolute or "..", never leads out of it). A mount below an
-// earlier mount's destination is left to the init: its mount point is in
-// that mount (a tmpfs, /proc), not in the rootfs.
+// a symlink, absolute or "..", never leads out of it). What would be made
+// at or below an earlier mount's destination, by name or through a
+// symlink (/var/run to /run, a /run tmpfs), is left to the init: it
+// belongs in that mount (a tmpfs, /proc), not in the rootfs.
 func (c *Container) MakeMountPoints() error {
 	root, err := os.OpenFile(c.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -30,14 +31,16 @@ func (c *Container) MakeMountPoints() error {
 	if err := unix.Fstat(int(root.Fd()), &st); err != nil {
 		return invalid("root.path", "%s: %v", c.Root, err)
 	}
-	var above []string
 	for i, m := range c.Mounts {
-		covered := false
-		for _, a := range above {
-			covered = covered || a == "/" || m.Destination == a || strings.HasPrefix(m.Destination, a+"/")
+		covered := func(path string) bool {
+			for _, a := range c.Mounts[:i] {
+				if a.Destination == "/" || path == a.Destination || strings.HasPrefix(path, a.Destination+"/") {
+					return true
+				}
+			}
+			return false
 		}
-		above = append(above, m.Destination)
-		if covered || m.Destination == "/" {
+		if m.Destination == "/" || covered(m.Destination) {
 			continue
 		}
 		dir := true
@@ -48,24 +51,33 @@ func (c *Container) MakeMountPoints() error {
 				dir = s.IsDir()
 			}
 		}
-		if err := makeMountPoint(int(root.Fd()), m.Destination, dir, int(st.Uid), int(st.Gid)); err != nil {
+		mp := mountPoint{root: int(root.Fd()), uid: int(st.Uid), gid: int(st.Gid), covered: covered}
+		if err := mp.make(m.Destination, dir); err != nil {
 			return fmt.Errorf("mounts[%d]: create the mount point %s in the rootfs %s: %w", i, m.Destination, c.Root, err)
 		}
 	}
 	return nil
 }
 
-// makeMountPoint makes dst (absolute, clean) below root unless it is
-// there: each missing directory on the way, then dst itself, a directory
-// or (dir false) an empty file, owned by uid and gid. A symlink on the way
-// to nothing is followed within root and its target made, as runc's
-// SecureJoin has it (an image's /etc/resolv.conf to
-// ../run/systemd/resolve/stub-resolv.conf).
-func makeMountPoint(root int, dst string, dir bool, uid, gid int) error {
+// mountPoint makes one mount point below root, owned by uid and gid,
+// unless covered (nil: never) says a path (absolute within root) is in a
+// file system mounted before.
+type mountPoint struct {
+	root     int
+	uid, gid int
+	covered  func(path string) bool
+}
+
+// make makes dst (absolute, clean) unless it is there: each missing
+// directory on the way, then dst itself, a directory or (dir false) an
+// empty file. A symlink on the way to nothing is followed within root and
+// its target made, as runc's SecureJoin has it (an image's
+// /etc/resolv.conf to ../run/systemd/resolve/stub-resolv.conf).
+func (mp *mountPoint) make(dst string, dir bool) error {
 	names := split(dst)
 	for links, i := 0, 0; i < len(names); i++ {
 		path := strings.Join(names[:i+1], "/")
-		fd, err := inRoot(root, path, 0)
+		fd, err := inRoot(mp.root, path, 0)
 		if err == nil {
 			unix.Close(fd) // there (a non-directory on the way: ENOTDIR next)
 			continue
@@ -77,11 +89,15 @@ func makeMountPoint(root int, dst string, dir bool, uid, gid int) error {
 		if i > 0 {
 			parent = strings.Join(names[:i], "/")
 		}
-		pfd, err := inRoot(root, parent, unix.O_DIRECTORY)
+		pfd, err := inRoot(mp.root, parent, unix.O_DIRECTORY)
 		if err != nil {
 			return err
 		}
-		err = makeEntry(pfd, names[i], dir || i < len(names)-1, uid, gid)
+		if mp.covered != nil && mp.covered(mp.pathOf(pfd, names[i])) {
+			unix.Close(pfd)
+			return nil // the init's to make, in that mount
+		}
+		err = makeEntry(pfd, names[i], dir || i < len(names)-1, mp.uid, mp.gid)
 		target, lerr := readlinkat(pfd, names[i])
 		unix.Close(pfd)
 		if !errors.Is(err, unix.EEXIST) {
@@ -91,7 +107,7 @@ func makeMountPoint(root int, dst string, dir bool, uid, gid int) error {
 			continue
 		}
 		if lerr != nil { // made meanwhile by someone else
-			if fd, err := inRoot(root, path, 0); err == nil {
+			if fd, err := inRoot(mp.root, path, 0); err == nil {
 				unix.Close(fd)
 				continue
 			}
@@ -110,6 +126,17 @@ func makeMountPoint(root int, dst string, dir bool, uid, gid int) error {
 		i = -1
 	}
 	return nil
+}
+
+// pathOf is name in directory dir as an absolute path within root, dir's
+// symlinks resolved (the kernel's name for it, less root's).
+func (mp *mountPoint) pathOf(dir int, name string) string {
+	d, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", dir))
+	r, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", mp.root))
+	if r != "/" {
+		d = strings.TrimPrefix(d, r)
+	}
+	return strings.TrimSuffix(d, "/") + "/" + name
 }
 
 // split is path's names, without empty ones and ".".

@@ -2,8 +2,10 @@ package oci
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,7 +41,9 @@ func TestMakeMountPoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			for p, what := range tc.setup {
+			paths := slices.Sorted(maps.Keys(tc.setup)) // parents first
+			for _, p := range paths {
+				what := tc.setup[p]
 				var err error
 				switch full := filepath.Join(root, p); {
 				case what == "dir":
@@ -62,15 +66,15 @@ func TestMakeMountPoint(t *testing.T) {
 			if uid == 0 {
 				uid, gid = 1234, 5678
 			}
-			err = makeMountPoint(fd, tc.dst, tc.dir, uid, gid)
+			err = (&mountPoint{root: fd, uid: uid, gid: gid}).make(tc.dst, tc.dir)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
-					t.Fatalf("makeMountPoint(%s) = %v, want %v", tc.dst, err, tc.err)
+					t.Fatalf("make(%s) = %v, want %v", tc.dst, err, tc.err)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("makeMountPoint(%s): %v", tc.dst, err)
+				t.Fatalf("make(%s): %v", tc.dst, err)
 			}
 			for p, what := range tc.want {
 				var st syscall.Stat_t
@@ -101,11 +105,18 @@ func TestMakeMountPoint(t *testing.T) {
 
 // TestMakeMountPoints: config.json's mounts get their mount points in the
 // rootfs (a file for a bind of a file), except where an earlier mount
-// covers them (/dev/pts in a /dev tmpfs).
+// covers them, by name (/dev/pts in a /dev tmpfs) or through a symlink
+// (/var/run/x, /var/run being a link to /run, in a /run tmpfs).
 func TestMakeMountPoints(t *testing.T) {
 	root, src := t.TempDir(), t.TempDir()
 	file := filepath.Join(src, "hosts")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "var"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run", filepath.Join(root, "var/run")); err != nil {
 		t.Fatal(err)
 	}
 	c := &Container{Root: root, Mounts: []Mount{
@@ -114,16 +125,21 @@ func TestMakeMountPoints(t *testing.T) {
 		{Destination: "/dev/pts", Type: "devpts"},
 		{Destination: "/etc/hosts", Bind: true, Source: file},
 		{Destination: "/data", Bind: true, Source: src},
+		{Destination: "/run", Type: "tmpfs"},
+		{Destination: "/var/run/x", Type: "tmpfs"},
 	}}
 	if err := c.MakeMountPoints(); err != nil {
 		t.Fatal(err)
 	}
-	for p, dir := range map[string]bool{"proc": true, "dev": true, "etc": true, "etc/hosts": false, "data": true} {
+	for p, dir := range map[string]bool{"proc": true, "dev": true, "etc": true, "etc/hosts": false, "data": true, "run": true} {
 		if st, err := os.Lstat(filepath.Join(root, p)); err != nil || st.IsDir() != dir {
 			t.Errorf("%s: %v (a directory: %v, want %v)", p, err, err == nil && st.IsDir(), dir)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(root, "dev/pts")); !os.IsNotExist(err) {
 		t.Errorf("dev/pts, in the /dev tmpfs, was made in the rootfs: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "run/x")); !os.IsNotExist(err) {
+		t.Errorf("run/x (/var/run/x), in the /run tmpfs, was made in the rootfs: %v", err)
 	}
 }
