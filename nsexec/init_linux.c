@@ -834,6 +834,53 @@ static void __attribute__((noreturn)) become_container(void) {
 	ward_become(g);
 }
 
+// supervise_container (ward.report, exit_fd set): the init stays as the
+// container's PID 1 instead of becoming the program, so that the program's
+// end is recorded. It enters the cgroup itself first (the caller reads
+// /proc/PID/cgroup of the pid it holds, this one), forks the program's
+// process, which runs become_container's steps in a session of its own,
+// then only relays the signals it is sent (SIGKILL cannot be caught: it
+// ends the namespace with no record), reaps every process of the
+// namespace, and once the program is reaped writes its exit record (one
+// JSON line, nsexec.ExitRecord) to exit_fd, a file in ward-oci's state
+// directory, and exits with the program's status: 128+N for signal N (the
+// kernel never lets a namespace's init die of its own signal).
+static void __attribute__((noreturn)) supervise_container(void) {
+	for (int i = 0; i < cfg.h.ncgroup; i++)
+		if (write(WARD_CGROUP_FD0 + i, "0", 1) != 1) fail_step(ward_step_name(WARD_STEP_CGROUP), errno, "cgroup.procs", "");
+	long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0) fail_step(ward_step_name(WARD_STEP_FORK), errno, "clone", "");
+	if (pid == 0) {
+		close(cfg.h.exit_fd);
+		setsid(); // as the init it replaces: it leads its own session
+		become_container();
+	}
+	// The child holds them now: create sees the report socket's end
+	// when the child ends, and start's open of the fifo pairs with its.
+	close(cfg.h.report_fd);
+	close(cfg.h.start_fd);
+	for (;;) {
+		struct pollfd p = {.fd = sig_fd, .events = POLLIN};
+		if (poll(&p, 1, -1) < 0) continue;
+		drain_signals((int)pid);
+		struct figs f;
+		int r;
+		while ((r = reap_one(&f)) > 0) {
+			if (r != pid) continue; // an orphan of the namespace
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			char b[256];
+			int n = snprintf(b, sizeof(b),
+			                 "{\"code\":%lld,\"signal\":%lld,\"user_us\":%lld,\"sys_us\":%lld,\"maxrss_kb\":%lld,\"end_unix_ns\":%lld}\n",
+			                 (long long)f.code, (long long)f.signal, (long long)f.user_us, (long long)f.sys_us, (long long)f.maxrss_kb,
+			                 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+			if (n > 0 && write(cfg.h.exit_fd, b, (size_t)n) < 0) {
+			} // nothing to tell: delete reports a missing record
+			_exit(f.signal ? 128 + (int)f.signal : (int)f.code);
+		}
+	}
+}
+
 // ---- a long-lived sandbox ----
 
 static struct cmd *cmds; // the commands not yet ended, or not yet exec'd
@@ -1026,6 +1073,7 @@ void ward_init_main(int argc, char **argv) {
 	run_steps(steps_after_root, sizeof(steps_after_root) / sizeof(steps_after_root[0]));
 	send_ready();
 	if (cfg.h.flags & WARD_INIT_SESSION) serve_session();
+	if ((cfg.h.flags & WARD_INIT_OCI) && cfg.h.exit_fd >= 0) supervise_container();
 	if (cfg.h.flags & WARD_INIT_OCI) become_container();
 	run_program();
 }

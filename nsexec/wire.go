@@ -150,6 +150,10 @@ type Spec struct {
 	OCIProc  *OCIProc `json:"oci_proc,omitempty"`
 	StartFD  int      `json:"start_fd,omitempty"`
 	ReportFD int      `json:"report_fd,omitempty"`
+	// ExitFD (OCI, ward.report), when above 0: the init stays as PID 1,
+	// forks the program's process and writes the program's exit record
+	// (ExitRecord's JSON) to this fd when it is reaped.
+	ExitFD int `json:"exit_fd,omitempty"`
 	// OCI hooks the container runs itself (hooks_linux.c): CreateHooks
 	// (createContainer) by the init before the host's root is detached,
 	// StartHooks (startContainer) by the container's process once start

@@ -41,7 +41,6 @@ func lifecycleUnsupported(c *Container) error {
 	}{
 		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
 		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
-		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
 			return unsupported(f.field, f.why)
