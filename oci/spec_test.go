@@ -278,6 +278,9 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 		{"unknown ward annotation", SpecOptions{}, func(s *specs.Spec) {
 			s.Annotations = map[string]string{"ward.reprot": "/tmp/r.json"}
 		}, "annotations.ward.reprot", false},
+		{"relative ward report", SpecOptions{}, func(s *specs.Spec) {
+			s.Annotations = map[string]string{"ward.report": "report.json"}
+		}, "annotations.ward.report", false},
 		{"intel rdt", SpecOptions{}, func(s *specs.Spec) { s.Linux.IntelRdt = &specs.LinuxIntelRdt{} }, "linux.intelRdt", true},
 		{"time offsets", SpecOptions{}, func(s *specs.Spec) {
 			s.Linux.TimeOffsets = map[string]specs.LinuxTimeOffset{"monotonic": {Secs: 1}}
