@@ -126,7 +126,8 @@ func fileInCgroupRoot(name string) bool {
 	return err == nil
 }
 
-// TestOCIReportSignals: kill's SIGTERM reaches the program through the
+// TestOCIReportSignals: exec sees the init as PID 1 and the program as
+// PID 2; kill's SIGTERM reaches the program through the
 // init, which exits 128+15 (a namespace's init cannot die of its own
 // signal) and records the signal; delete --force of a running container
 // kills the init with SIGKILL, and the report says so.
@@ -144,6 +145,11 @@ func TestOCIReportSignals(t *testing.T) {
 		e.reportConfig(c.id, report, "sleep", "1000")
 		pid := e.create(c.id, nil)
 		e.must(nil, "start", c.id)
+		// exec joins the init's namespaces, which are the container's:
+		// PID 1 is the init, the program PID 2.
+		if code, out := e.execOut(c.id, "cat", "/proc/1/comm", "/proc/2/comm"); code != 0 || out != "ward-init\nsleep\n" {
+			t.Errorf("%s: exec cat /proc/1/comm /proc/2/comm: exit %d, %q; want ward-init and sleep", c.id, code, out)
+		}
 		if c.force {
 			e.must(nil, "delete", "--force", c.id)
 			reapPid(pid)
