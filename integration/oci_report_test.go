@@ -184,3 +184,21 @@ func TestOCIReportRelativeRefused(t *testing.T) {
 		t.Errorf("the state of r4 is there: %v", err)
 	}
 }
+
+// TestOCIReportRun: ward-oci run (create, start, wait, delete) writes the
+// report too, and exits with the program's status.
+func TestOCIReportRun(t *testing.T) {
+	e := newOCIEnv(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	e.reportConfig("r5", report, "sh", "-c", "exit 5")
+	if r := e.run(nil, "run", "--bundle", e.bundle, "r5"); r.code != 5 {
+		t.Fatalf("run: %+v, want exit 5", r)
+	}
+	r, raw := readOCIReport(t, report)
+	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 5 {
+		t.Errorf("report %s: want exited, exit_code 5", raw)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "r5")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state of r5 is there: %v", err)
+	}
+}
