@@ -61,7 +61,7 @@ func readOCIReport(t *testing.T, path string) (ociReport, string) {
 // init, which stays as PID 1 in the container's cgroup; the program (PID
 // 2) runs under config.json's seccomp profile and exits 3 after a denied
 // mkdir; the subreaper sees 3; delete writes ward's result JSON: exited,
-// exit code 3, the cgroup's figures and the limits.
+// exit code 3, the cgroup's figures, the limits and the denied mkdir.
 func TestOCIReport(t *testing.T) {
 	e := newOCIEnv(t)
 	e.applets("mkdir")
@@ -107,10 +107,14 @@ func TestOCIReport(t *testing.T) {
 	if strings.Join(r.Layers, ",") != "namespaces,seccomp" {
 		t.Errorf("report %s: layers %v, want namespaces,seccomp", raw, r.Layers)
 	}
-	// ward run lists denied syscalls only for its own policies in verbose
-	// mode (docs/security.md); for config.json's profile it is null.
-	if string(r.SyscallsDenied) != "null" {
-		t.Errorf("report %s: syscalls_denied %s, want null", raw, r.SyscallsDenied)
+	// The init served the profile's listener: the one mkdir, denied
+	// with the profile's errno.
+	var denied []struct {
+		Syscall, Errno string
+		Count          int
+	}
+	if err := json.Unmarshal(r.SyscallsDenied, &denied); err != nil || len(denied) != 1 || denied[0].Syscall != "mkdir" || denied[0].Errno != "EPERM" || denied[0].Count != 1 {
+		t.Errorf("report %s: syscalls_denied %s, want mkdir EPERM once", raw, r.SyscallsDenied)
 	}
 }
 
@@ -186,17 +190,19 @@ func TestOCIReportRelativeRefused(t *testing.T) {
 }
 
 // TestOCIReportRun: ward-oci run (create, start, wait, delete) writes the
-// report too, and exits with the program's status.
+// report too, and exits with the program's status; without a seccomp
+// profile there is no listener and syscalls_denied is null.
 func TestOCIReportRun(t *testing.T) {
 	e := newOCIEnv(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	e.reportConfig("r5", report, "sh", "-c", "exit 5")
+	e.patch(func(c map[string]any) { delete(c["linux"].(map[string]any), "seccomp") })
 	if r := e.run(nil, "run", "--bundle", e.bundle, "r5"); r.code != 5 {
 		t.Fatalf("run: %+v, want exit 5", r)
 	}
 	r, raw := readOCIReport(t, report)
-	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 5 {
-		t.Errorf("report %s: want exited, exit_code 5", raw)
+	if r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 5 || string(r.SyscallsDenied) != "null" || strings.Join(r.Layers, ",") != "namespaces" {
+		t.Errorf("report %s: want exited, exit_code 5, syscalls_denied null, layers namespaces", raw)
 	}
 	if _, err := os.Stat(filepath.Join(e.root, "r5")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the state of r5 is there: %v", err)

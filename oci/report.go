@@ -8,11 +8,16 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardbox/ward"
+	"github.com/wardbox/ward/seccomp"
 )
 
 // The files of the ward.report annotation in a container's state
@@ -25,14 +30,20 @@ const (
 
 // ExitRecord is the init's record of the program's end (init_linux.c's
 // supervise_container): its exit code (-1 when a signal ended it), the
-// signal, its own rusage, and when it was reaped (CLOCK_REALTIME, ns).
+// signal, its own rusage, its wall time from its exec (0: unknown), when
+// it was reaped (CLOCK_REALTIME, ns) and, when the init served the
+// profile's seccomp listener, the denials: [syscall number, errno, count],
+// at most 64 kinds, the rest only counted in DeniedOmitted.
 type ExitRecord struct {
-	Code      int   `json:"code"`
-	Signal    int   `json:"signal"`
-	UserUs    int64 `json:"user_us"`
-	SysUs     int64 `json:"sys_us"`
-	MaxRSSKB  int64 `json:"maxrss_kb"`
-	EndUnixNs int64 `json:"end_unix_ns"`
+	Code          int        `json:"code"`
+	Signal        int        `json:"signal"`
+	UserUs        int64      `json:"user_us"`
+	SysUs         int64      `json:"sys_us"`
+	MaxRSSKB      int64      `json:"maxrss_kb"`
+	WallUs        int64      `json:"wall_us"`
+	EndUnixNs     int64      `json:"end_unix_ns"`
+	Denied        [][3]int64 `json:"denied"`
+	DeniedOmitted int64      `json:"denied_omitted"`
 }
 
 // OpenExitRecord makes the (empty) exit record file of st's container for
@@ -85,13 +96,18 @@ func (s *Store) WriteReport(st *State) error {
 	} else {
 		res.Status, res.ExitCode, res.WardExitCode = ward.StatusExited, &rec.Code, rec.Code
 	}
-	if started, err := os.ReadFile(filepath.Join(dir, StartedFile)); err == nil && rec.EndUnixNs > 0 {
+	if rec.WallUs > 0 {
+		res.WallTimeMs = float64(rec.WallUs) / 1000
+	} else if started, err := os.ReadFile(filepath.Join(dir, StartedFile)); err == nil && rec.EndUnixNs > 0 {
 		if ns, err := strconv.ParseInt(strings.TrimSpace(string(started)), 10, 64); err == nil && rec.EndUnixNs > ns {
 			res.WallTimeMs = float64((rec.EndUnixNs-ns)/1000) / 1000
 		}
 	}
 	if rec.MaxRSSKB > 0 {
 		res.MaxRSSBytes = ptrTo(rec.MaxRSSKB * 1024)
+	}
+	if rec.Denied != nil {
+		res.SyscallsDenied = denials(rec.Denied)
 	}
 	s.reportCgroup(st, res)
 	res.Limits = reportLimits(st)
@@ -162,6 +178,26 @@ func reportLimits(st *State) ward.Limits {
 		}
 	}
 	return l
+}
+
+// denials names the init's counts as ward run's listener does: most
+// frequent first.
+func denials(rec [][3]int64) []seccomp.Denial {
+	out := make([]seccomp.Denial, 0, len(rec))
+	for _, d := range rec {
+		e := unix.ErrnoName(syscall.Errno(d[1]))
+		if e == "" {
+			e = strconv.FormatInt(d[1], 10)
+		}
+		out = append(out, seccomp.Denial{Syscall: seccomp.SyscallName(int32(d[0])), Errno: e, Count: int(d[2])})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Syscall < out[j].Syscall
+	})
+	return out
 }
 
 func ptrTo[T any](v T) *T { return &v }
