@@ -30,9 +30,7 @@ type ctrEnv struct {
 
 // ctrPending: what ward-oci refuses today in ctr's config.json and which
 // branch sets it up. Remove an entry when its branch is merged.
-var ctrPending = map[string]string{
-	"process.terminal": "the console socket (branch oci-tty, not merged yet)",
-}
+var ctrPending = map[string]string{}
 
 func newCtrEnv(t *testing.T, rt engineRuntime) *ctrEnv {
 	t.Helper()

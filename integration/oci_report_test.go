@@ -29,7 +29,8 @@ type ociReport struct {
 
 // reportConfig writes config.json for id running args, with the
 // ward.report annotation naming report, a pids limit, and a seccomp
-// profile that allows everything but mkdir and mkdirat (EPERM).
+// profile that allows everything but mkdir and mkdirat (EPERM) and kill
+// with signal 0 (EACCES).
 func (e *ociEnv) reportConfig(id, report string, args ...string) {
 	e.t.Helper()
 	e.config(id, args...)
@@ -38,7 +39,9 @@ func (e *ociEnv) reportConfig(id, report string, args ...string) {
 		l := c["linux"].(map[string]any)
 		l["resources"] = map[string]any{"pids": map[string]any{"limit": 64}}
 		l["seccomp"] = map[string]any{"defaultAction": "SCMP_ACT_ALLOW",
-			"syscalls": []any{map[string]any{"names": []string{"mkdir", "mkdirat"}, "action": "SCMP_ACT_ERRNO", "errnoRet": 1}}}
+			"syscalls": []any{map[string]any{"names": []string{"mkdir", "mkdirat"}, "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+				map[string]any{"names": []string{"kill"}, "action": "SCMP_ACT_ERRNO", "errnoRet": 13,
+					"args": []any{map[string]any{"index": 1, "value": 0, "op": "SCMP_CMP_EQ"}}}}}
 	})
 }
 
@@ -66,7 +69,7 @@ func TestOCIReport(t *testing.T) {
 	e := newOCIEnv(t)
 	e.applets("mkdir")
 	report := filepath.Join(t.TempDir(), "report.json")
-	e.reportConfig("r1", report, "sh", "-c", "echo pid $$; mkdir /tmp/x || echo denied; exit 3")
+	e.reportConfig("r1", report, "sh", "-c", "echo pid $$; mkdir /tmp/x || echo denied; kill -0 $$ || echo no kill; kill -0 $$; exit 3")
 	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +81,9 @@ func TestOCIReport(t *testing.T) {
 		t.Fatalf("the subreaper saw %v, want exit 3 (the program's)", ws)
 	}
 	b, _ := os.ReadFile(out.Name())
-	if !strings.Contains(string(b), "pid 2\n") || !strings.Contains(string(b), "Operation not permitted") || !strings.Contains(string(b), "denied\n") {
-		t.Errorf("the program wrote %q, want pid 2 (the init is PID 1) and mkdir denied with EPERM", b)
+	if !strings.Contains(string(b), "pid 2\n") || !strings.Contains(string(b), "Operation not permitted") || !strings.Contains(string(b), "denied\n") ||
+		!strings.Contains(string(b), "Permission denied") || !strings.Contains(string(b), "no kill\n") {
+		t.Errorf("the program wrote %q, want pid 2 (the init is PID 1), mkdir denied with EPERM, kill -0 with EACCES", b)
 	}
 	if _, err := os.Stat(report); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the report is there before delete: %v", err)
@@ -107,14 +111,17 @@ func TestOCIReport(t *testing.T) {
 	if strings.Join(r.Layers, ",") != "namespaces,seccomp" {
 		t.Errorf("report %s: layers %v, want namespaces,seccomp", raw, r.Layers)
 	}
-	// The init served the profile's listener: the one mkdir, denied
-	// with the profile's errno.
+	// The init served the profile's listener: the one mkdir and the two
+	// kills with signal 0, each denied with its rule's errno, most
+	// frequent first.
 	var denied []struct {
 		Syscall, Errno string
 		Count          int
 	}
-	if err := json.Unmarshal(r.SyscallsDenied, &denied); err != nil || len(denied) != 1 || denied[0].Syscall != "mkdir" || denied[0].Errno != "EPERM" || denied[0].Count != 1 {
-		t.Errorf("report %s: syscalls_denied %s, want mkdir EPERM once", raw, r.SyscallsDenied)
+	if err := json.Unmarshal(r.SyscallsDenied, &denied); err != nil || len(denied) != 2 ||
+		denied[0].Syscall != "kill" || denied[0].Errno != "EACCES" || denied[0].Count != 2 ||
+		denied[1].Syscall != "mkdir" || denied[1].Errno != "EPERM" || denied[1].Count != 1 {
+		t.Errorf("report %s: syscalls_denied %s, want kill EACCES twice, mkdir EPERM once", raw, r.SyscallsDenied)
 	}
 }
 

@@ -970,13 +970,25 @@ static void serve_notification(int listener, const struct ward_gate *g) {
 // relay_report reads one report of the program's process on rs: the
 // listener it loaded is taken (pidfd_getfd) into *listener and answered;
 // the exec's timings give *exec_us; the others go on to create (*create
-// until "waiting", then closed). 0 while the socket is open.
+// until "waiting", then closed), with the fd one carries (the console's
+// pty master). 0 while the socket is open.
 static int relay_report(int rs, int pid, int *create, int *listener, int64_t *exec_us) {
 	struct ward_report rep;
+	union ward_cmsg_fd ctl;
+	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
 	ssize_t n;
-	do n = read(rs, &rep, sizeof(rep));
+	do n = recvmsg(rs, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(rep)) return -1; // exec closed it, or the process ended
+	int fd = -1;
+	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (n != (ssize_t)sizeof(rep)) {
+		if (fd >= 0) close(fd);
+		return -1; // exec closed it, or the process ended
+	}
+	if (fd >= 0 && (rep.kind == WARD_REPORT_LISTENER || rep.kind == WARD_REPORT_TIMINGS)) close(fd), fd = -1; // none comes with them
 	if (rep.kind == WARD_REPORT_LISTENER) {
 		char ok = 0;
 		int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -992,10 +1004,13 @@ static int relay_report(int rs, int pid, int *create, int *listener, int64_t *ex
 		return 0;
 	}
 	if (*create >= 0) {
-		while (write(*create, &rep, sizeof(rep)) < 0 && errno == EINTR) {
+		struct msghdr out = {.msg_iov = &iov, .msg_iovlen = 1};
+		ward_attach_fd(&out, &ctl, fd);
+		while (sendmsg(*create, &out, MSG_NOSIGNAL) < 0 && errno == EINTR) {
 		}
 		if (rep.kind == WARD_REPORT_WAITING) close(*create), *create = -1;
 	}
+	if (fd >= 0) close(fd);
 	return 0;
 }
 

@@ -50,7 +50,7 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := sb.waitCreated(report, opt.Hooks); err != nil {
+	if err := sb.waitCreated(report, opt.Hooks, stdio.Console); err != nil {
 		sb.Kill()
 		_ = sb.cmd.Wait()
 		sb.conn.Close()
@@ -66,8 +66,9 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 
 // waitCreated reads the init's messages until "ready" (or its error),
 // running the runtime's hooks when the init says "hooks" (init_linux.c's
-// table), then the report socket of the program's steps until "waiting".
-func (sb *Sandbox) waitCreated(report *os.File, hooks func(pid int) error) error {
+// table), then the report socket of the program's steps until "waiting";
+// a pty master on the way goes to console.
+func (sb *Sandbox) waitCreated(report *os.File, hooks func(pid int) error, console func(*os.File) error) error {
 	ready := false
 	for m := range sb.msgs {
 		switch m.Type {
@@ -94,16 +95,16 @@ func (sb *Sandbox) waitCreated(report *os.File, hooks func(pid int) error) error
 		return &SetupError{Step: "init", Msg: "the container's init exited during setup"}
 	}
 	var r C.struct_ward_report
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&r)), C.sizeof_struct_ward_report)
 	for {
-		n, err := unix.Read(int(report.Fd()), buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n != len(buf) {
+		n, master, err := recvReport(report, &r)
+		if err != nil || n != C.sizeof_struct_ward_report {
 			return &SetupError{Step: "init", Errno: errno(err), Msg: "the container's process ended during setup"}
 		}
 		switch r.kind {
+		case C.WARD_REPORT_CONSOLE:
+			if err := takeConsole(master, console); err != nil {
+				return err
+			}
 		case C.WARD_REPORT_WAITING:
 			return nil
 		case C.WARD_REPORT_ERROR:
@@ -179,7 +180,7 @@ func Join(spec *Spec, pid int, cgroupProcs []*os.File, stdio Stdio) (int, error)
 		_ = unix.Kill(child, unix.SIGKILL)
 		return 0, &SetupError{Step: "join-namespaces", Errno: errno(err), Msg: "send the command's config: " + err.Error()}
 	}
-	if err := readJoinReports(ours, spec); err != nil {
+	if err := readJoinReports(ours, spec, stdio.Console); err != nil {
 		_ = unix.Kill(child, unix.SIGKILL)
 		return 0, err
 	}
@@ -187,23 +188,24 @@ func Join(spec *Spec, pid int, cgroupProcs []*os.File, stdio Stdio) (int, error)
 }
 
 // readJoinReports reads the command's process's reports until its exec
-// (EOF after "timings") or its failure.
-func readJoinReports(sock *os.File, spec *Spec) error {
+// (EOF after "timings") or its failure; a pty master on the way goes to
+// console.
+func readJoinReports(sock *os.File, spec *Spec, console func(*os.File) error) error {
 	var r C.struct_ward_report
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&r)), C.sizeof_struct_ward_report)
 	timed := false
 	for {
-		n, err := unix.Read(int(sock.Fd()), buf)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
+		n, master, err := recvReport(sock, &r)
 		if n == 0 && err == nil && timed {
 			return nil
 		}
-		if err != nil || n != len(buf) {
+		if err != nil || n != C.sizeof_struct_ward_report {
 			return gateError(spec, C.WARD_STEP_EXEC, errno(err), -1)
 		}
 		switch r.kind {
+		case C.WARD_REPORT_CONSOLE:
+			if err := takeConsole(master, console); err != nil {
+				return err
+			}
 		case C.WARD_REPORT_TIMINGS:
 			timed = true
 		case C.WARD_REPORT_ERROR:
@@ -212,6 +214,51 @@ func readJoinReports(sock *os.File, spec *Spec) error {
 			return &ExecError{Path: spec.Args[0], Errno: syscall.Errno(r.err)}
 		}
 	}
+}
+
+// recvReport reads one report of the program's process from sock into r,
+// with the fd that came along (SCM_RIGHTS, only with "console": the pty
+// master, named /dev/pts/N; any other is closed).
+func recvReport(sock *os.File, r *C.struct_ward_report) (int, *os.File, error) {
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(r)), C.sizeof_struct_ward_report)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		var fds []int
+		if err == nil && oobn > 0 {
+			msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+			for i := range msgs {
+				got, _ := unix.ParseUnixRights(&msgs[i])
+				fds = append(fds, got...)
+			}
+		}
+		var f *os.File
+		for _, fd := range fds {
+			if f == nil && n == len(buf) && r.kind == C.WARD_REPORT_CONSOLE {
+				f = os.NewFile(uintptr(fd), "/dev/pts/"+strconv.FormatInt(int64(r.detail), 10))
+				continue
+			}
+			unix.Close(fd)
+		}
+		return n, f, err
+	}
+}
+
+// takeConsole hands the pty master of a "console" report to console (the
+// caller's Stdio.Console).
+func takeConsole(master *os.File, console func(*os.File) error) error {
+	step := gateSteps[C.WARD_STEP_CONSOLE]
+	switch {
+	case master == nil:
+		return &SetupError{Step: step, Msg: "the pty master did not come with its report"}
+	case console == nil:
+		master.Close()
+		return &SetupError{Step: step, Msg: "a pty came that the caller did not ask for"}
+	}
+	return console(master)
 }
 
 // MqueueIn mounts a new mqueue file system of the IPC namespace at ipcPath

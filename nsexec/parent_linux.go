@@ -36,6 +36,11 @@ const IDRange = 65536
 type Stdio struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Console takes the pty master of a program whose spec asks for a
+	// terminal of its own (Spec.Console: an OCI container's, Create and
+	// Join), once, before they return; it owns the file. Its error fails
+	// the setup.
+	Console func(master *os.File) error
 }
 
 // Options say how to clone the init.

@@ -38,6 +38,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sched.h>
@@ -180,6 +183,61 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 	}
 }
 
+static void fd_path(char *buf, int fd);
+
+// console (an OCI container's process.terminal; runc's split): a pty
+// from the container's own devpts, /dev/ptmx in its root (the init's after
+// the pivot; a joiner's since it entered the mount namespace). Its master
+// goes up the report socket ("console", SCM_RIGHTS; ward-oci sends it on
+// to the console socket, oci/console.go) and is closed here; its slave
+// becomes stdin, stdout and stderr, and the controlling terminal of a
+// session of this process's own. As root of the container, before
+// set-user: the slave is opened under the container's root (a joiner's
+// fs ids are still host root's, unmapped there) and given to the
+// process's user, as runc does.
+static void step_console(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	if (!g->console) return;
+	sys(SYS_setfsuid, 0, 0, 0, 0, 0);
+	sys(SYS_setfsgid, 0, 0, 0, 0, 0);
+	long m, s, e;
+	int unlock = 0;
+	unsigned int n = 0;
+	CHECK(WARD_STEP_CONSOLE, m = sys(SYS_openat, AT_FDCWD, (long)"/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC, 0, 0), 0);
+	CHECK(WARD_STEP_CONSOLE, sys(SYS_ioctl, m, TIOCSPTLCK, (long)&unlock, 0, 0), 1);
+	CHECK(WARD_STEP_CONSOLE, sys(SYS_ioctl, m, TIOCGPTN, (long)&n, 0, 0), 2);
+	CHECK(WARD_STEP_CONSOLE, s = sys(SYS_ioctl, m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC, 0, 0), 3);
+	if (g->console_rows && g->console_cols) {
+		struct winsize ws = {.ws_row = g->console_rows, .ws_col = g->console_cols};
+		CHECK(WARD_STEP_CONSOLE, sys(SYS_ioctl, m, TIOCSWINSZ, (long)&ws, 0, 0), 4);
+	}
+	CHECK(WARD_STEP_CONSOLE, sys(SYS_fchown, s, g->uid, -1, 0, 0), 5);
+	struct ward_report c = {.kind = WARD_REPORT_CONSOLE, .detail = n};
+	struct iovec iov = {.iov_base = &c, .iov_len = sizeof(c)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	union ward_cmsg_fd ctl;
+	ward_attach_fd(&mh, &ctl, (int)m);
+	do e = sys(SYS_sendmsg, g->report_fd, (long)&mh, MSG_NOSIGNAL, 0, 0);
+	while (e == -EINTR);
+	CHECK(WARD_STEP_CONSOLE, e, 6);
+	sys(SYS_close, m, 0, 0, 0, 0);
+	if (g->start_fd >= 0) {
+		// The container's own process (not exec's): /dev/console is the
+		// pty too, a bind mount on a file made for it, as runc makes it.
+		char src[32];
+		fd_path(src, (int)s);
+		e = sys(SYS_mknodat, AT_FDCWD, (long)"/dev/console", S_IFREG | 0666, 0, 0);
+		if (e != -EEXIST) CHECK(WARD_STEP_CONSOLE, e, 10);
+		CHECK(WARD_STEP_CONSOLE, sys(SYS_mount, (long)src, (long)"/dev/console", 0, MS_BIND, 0), 11);
+	}
+	for (int i = 0; i < 3; i++) CHECK(WARD_STEP_CONSOLE, sys(SYS_dup3, s, i, 0, 0, 0), 7);
+	sys(SYS_close, s, 0, 0, 0, 0);
+	// The init of a container leads its session already.
+	e = sys(SYS_setsid, 0, 0, 0, 0, 0);
+	if (e != -EPERM) CHECK(WARD_STEP_CONSOLE, e, 8);
+	CHECK(WARD_STEP_CONSOLE, sys(SYS_ioctl, 0, TIOCSCTTY, 0, 0, 0), 9);
+}
+
 // new-process-group: a process group of its own in the init's session
 // (which has no terminal), not a session of its own: a session leader
 // takes the first terminal it opens as its controlling one (and then dies
@@ -187,7 +245,7 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 // main process expects (Go's os and os/signal tests with a pty).
 static void step_session(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
 	(void)early;
-	if (g->setpgid) CHECK(WARD_STEP_SESSION, sys(SYS_setpgid, 0, 0, 0, 0, 0), 0);
+	if (g->setpgid && !g->console) CHECK(WARD_STEP_SESSION, sys(SYS_setpgid, 0, 0, 0, 0, 0), 0);
 }
 
 // enter-cgroup: the early child entered it before it got its config (its
@@ -575,6 +633,7 @@ static const struct {
 	void (*run)(struct ward_gate *, struct ward_report *, const struct ward_report *);
 } child_steps[] = {
 	{WARD_STEP_STDIO, step_stdio},
+	{WARD_STEP_CONSOLE, step_console},
 	{WARD_STEP_SESSION, step_session},
 	{WARD_STEP_CGROUP, step_cgroup},
 	{-1, step_release},

@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -128,6 +129,9 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 	if spec.SeccompNotify != "" {
 		g.notify = 1
 	}
+	if spec.Console {
+		g.console, g.console_rows, g.console_cols = 1, C.uint16_t(spec.ConsoleRows), C.uint16_t(spec.ConsoleCols)
+	}
 	g.nfilters = C.int(len(spec.Seccomp))
 	for i, p := range spec.Seccomp {
 		if len(p) == 0 || len(p)%8 != 0 || len(p)/8 > 0xffff {
@@ -185,6 +189,11 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 		what = "the program's process ended before it could exec " + spec.Args[0]
 	case C.WARD_STEP_SESSION:
 		what = "setpgid"
+	case C.WARD_STEP_CONSOLE:
+		what = "detail " + strconv.FormatInt(detail, 10)
+		if detail >= 0 && detail < int64(len(consoleSteps)) {
+			what = consoleSteps[detail]
+		}
 	case C.WARD_STEP_CGROUP:
 		what, hint = fmt.Sprintf("write 0 to cgroup.procs (fd %d)", detail), " (ward needs Linux 5.16 or later)"
 	case C.WARD_STEP_RLIMITS:
@@ -232,6 +241,12 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 	m.Msg += hint
 	return m
 }
+
+// consoleSteps are step_console's operations, by detail.
+var consoleSteps = [...]string{"open /dev/ptmx (the container needs a devpts at /dev/pts and /dev/ptmx linked to pts/ptmx)",
+	"unlock the pty", "TIOCGPTN", "open the pty's slave (TIOCGPTPEER)", "set the console size", "give the pty to the process's user",
+	"send the pty master up", "make the pty stdin, stdout and stderr", "setsid", "make the pty the controlling terminal (TIOCSCTTY)",
+	"make /dev/console", "bind the pty on /dev/console"}
 
 // envPath is the PATH the program's getenv will see: the first.
 func envPath(env []string) string {

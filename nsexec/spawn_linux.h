@@ -34,7 +34,8 @@
 	X(WAIT_START, "wait-start") /* OCI: the exec fifo */ \
 	X(SECCOMP, "seccomp")                     \
 	X(EXEC, "exec")                           \
-	X(FORK, "fork-program") /* the early child could not take its config */
+	X(FORK, "fork-program") /* the early child could not take its config */ \
+	X(CONSOLE, "console") /* OCI: after set-stdio; last, so not in a sandbox's steps */
 
 enum {
 #define WARD_STEP_ENUM(id, name) WARD_STEP_##id,
@@ -59,6 +60,7 @@ enum {
 	WARD_REPORT_EXEC_ERROR,
 	WARD_REPORT_LISTENER,
 	WARD_REPORT_WAITING, // OCI: set up, waiting on the exec fifo for start
+	WARD_REPORT_CONSOLE, // OCI: the pty master (SCM_RIGHTS); detail N: it is /dev/pts/N
 };
 
 struct ward_report {
@@ -102,6 +104,10 @@ struct ward_gate {
 	// ward's program keeps none; root is then root within its namespaces.
 	int oci_caps;
 	uint64_t cap_bounding, cap_effective, cap_permitted, cap_inheritable, cap_ambient;
+	// OCI: a terminal of the process's own (process.terminal, step_console),
+	// of console_rows x console_cols (0: the kernel's size).
+	int console;
+	uint16_t console_rows, console_cols;
 	// OCI: the process as config.json asks for it (ward's own program
 	// leaves these 0: no_new_privs always, its own groups and limits).
 	int oci_nnp_off; // no_new_privs stays unset; the seccomp filters then load before the capabilities go

@@ -154,6 +154,13 @@ type Spec struct {
 	// forks the program's process and writes the program's exit record
 	// (ExitRecord's JSON) to this fd when it is reaped.
 	ExitFD int `json:"exit_fd,omitempty"`
+	// Console (OCI: process.terminal): the program's process allocates a
+	// pty from the container's devpts, makes the slave its stdio and
+	// controlling terminal, and sends the master up (Stdio.Console), of
+	// ConsoleRows x ConsoleCols (0: the kernel's size).
+	Console     bool   `json:"console,omitempty"`
+	ConsoleRows uint16 `json:"console_rows,omitempty"`
+	ConsoleCols uint16 `json:"console_cols,omitempty"`
 	// OCI hooks the container runs itself (hooks_linux.c): CreateHooks
 	// (createContainer) by the init before the host's root is detached,
 	// StartHooks (startContainer) by the container's process once start

@@ -2,8 +2,10 @@ package oci
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/signal"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,4 +41,80 @@ func SendConsole(socketPath string, master *os.File) error {
 		return fmt.Errorf("console socket %s: %w", socketPath, err)
 	}
 	return nil
+}
+
+// ConsoleProxy serves a pty master in ward-oci itself, as runc does for a
+// process with a terminal that it does not detach from (run, exec --tty
+// without --detach): what comes on the caller's stdin goes to the pty, the
+// pty's output to the caller's stdout. When stdin is a terminal, it is
+// raw meanwhile (the container's pty does the line editing and turns ^C
+// into SIGINT), and its size is the pty's, at the start and on SIGWINCH.
+type ConsoleProxy struct {
+	master  *os.File
+	out     chan struct{} // closed when the pty's output is all copied
+	winch   chan os.Signal
+	restore func()
+}
+
+// ProxyConsole starts serving master (it owns it) with in and out.
+func ProxyConsole(master, in *os.File, out io.Writer) *ConsoleProxy {
+	p := &ConsoleProxy{master: master, out: make(chan struct{}), restore: func() {}}
+	if restore, err := makeRaw(int(in.Fd())); err == nil {
+		p.restore = restore
+		resize := func() {
+			if ws, err := unix.IoctlGetWinsize(int(in.Fd()), unix.TIOCGWINSZ); err == nil {
+				_ = unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, ws)
+			}
+		}
+		resize()
+		p.winch = make(chan os.Signal, 1)
+		signal.Notify(p.winch, unix.SIGWINCH)
+		go func() {
+			for range p.winch {
+				resize()
+			}
+		}()
+	}
+	// The input's copy ends with ward-oci (a read of stdin cannot be
+	// stopped); the output's when every holder of the pty's slave has
+	// closed it (EIO).
+	go func() { _, _ = io.Copy(master, in) }()
+	go func() {
+		defer close(p.out)
+		_, _ = io.Copy(out, master)
+	}()
+	return p
+}
+
+// Wait waits until the pty's output is all copied (every process that had
+// the slave open has closed it: the container's, or the command's, and
+// what they started), then puts the caller's terminal back as it was.
+func (p *ConsoleProxy) Wait() {
+	<-p.out
+	if p.winch != nil {
+		signal.Stop(p.winch)
+		close(p.winch)
+	}
+	p.restore()
+	p.master.Close()
+}
+
+// makeRaw puts the terminal fd in raw mode (cfmakeraw's flags) and
+// returns what puts it back; an error when fd is not a terminal.
+func makeRaw(fd int) (func(), error) {
+	t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return nil, err
+	}
+	old := *t
+	t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+	t.Cflag &^= unix.CSIZE | unix.PARENB
+	t.Cflag |= unix.CS8
+	t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
+		return nil, err
+	}
+	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, &old) }, nil
 }

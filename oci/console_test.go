@@ -2,6 +2,7 @@ package oci
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,5 +83,94 @@ func TestSendConsole(t *testing.T) {
 	}
 	if err := SendConsole(filepath.Join(t.TempDir(), "none.sock"), master); err == nil {
 		t.Error("a socket that is not there took the console")
+	}
+}
+
+// openPty opens a pty pair on the test's own devpts: master, slave.
+func openPty(t *testing.T) (*os.File, *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty here: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlockpt: %v", err)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_IOCTL, m.Fd(), unix.TIOCGPTPEER, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC)
+	if errno != 0 {
+		t.Fatalf("TIOCGPTPEER: %v", errno)
+	}
+	return m, os.NewFile(uintptr(fd), "slave")
+}
+
+// TestProxyConsoleCopiesBothWays: the caller's input reaches the pty's
+// slave, the slave's output the caller's output, and Wait returns once the
+// slave is closed, with everything written before it copied.
+func TestProxyConsoleCopiesBothWays(t *testing.T) {
+	master, slave := openPty(t)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	p := ProxyConsole(master, inR, outW)
+	if _, err := inW.Write([]byte("typed\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := slave.Read(buf) // canonical mode: one line
+	if err != nil || string(buf[:n]) != "typed\n" {
+		t.Fatalf("the slave read %q (%v), want the caller's input", buf[:n], err)
+	}
+	if _, err := slave.Write([]byte("printed\n")); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	p.Wait()
+	outW.Close()
+	got, _ := io.ReadAll(outR)
+	// The pty's line discipline echoes the input and turns \n into \r\n.
+	if want := "typed\r\nprinted\r\n"; string(got) != want {
+		t.Errorf("the caller's output is %q, want %q", got, want)
+	}
+}
+
+// TestProxyConsoleTerminal: a caller's terminal is raw while the proxy
+// runs and as it was after Wait, and its size is the pty's.
+func TestProxyConsoleTerminal(t *testing.T) {
+	master, slave := openPty(t)
+	_, caller := openPty(t) // the caller's terminal: its slave
+	defer caller.Close()
+	want := &unix.Winsize{Row: 42, Col: 137}
+	if err := unix.IoctlSetWinsize(int(caller.Fd()), unix.TIOCSWINSZ, want); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(int(caller.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Lflag&unix.ICANON == 0 {
+		t.Fatal("a new pty is not in canonical mode")
+	}
+	p := ProxyConsole(master, caller, io.Discard)
+	during, _ := unix.IoctlGetTermios(int(caller.Fd()), unix.TCGETS)
+	if during.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 || during.Oflag&unix.OPOST != 0 {
+		t.Errorf("the caller's terminal is not raw while proxied: lflag %#x oflag %#x", during.Lflag, during.Oflag)
+	}
+	if ws, err := unix.IoctlGetWinsize(int(master.Fd()), unix.TIOCGWINSZ); err != nil || ws.Row != want.Row || ws.Col != want.Col {
+		t.Errorf("the pty's size is %+v (%v), want the caller's %+v", ws, err, want)
+	}
+	slave.Close()
+	p.Wait()
+	after, _ := unix.IoctlGetTermios(int(caller.Fd()), unix.TCGETS)
+	if *after != *before {
+		t.Errorf("the caller's terminal after Wait is %+v, want %+v", after, before)
 	}
 }

@@ -39,7 +39,6 @@ func lifecycleUnsupported(c *Container) error {
 		set   bool
 		why   string
 	}{
-		{"process.terminal", p.Terminal, "the console socket is not wired yet"},
 		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
 	} {
 		if f.set {
@@ -377,6 +376,10 @@ func processSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 		spec.KeepCgroupNS = true
 	}
 	spec.Caps = capSets(p)
+	if p.Terminal {
+		// SpecProcess checked the size (at most 65535 each).
+		spec.Console, spec.ConsoleRows, spec.ConsoleCols = true, uint16(p.ConsoleHeight), uint16(p.ConsoleWidth)
+	}
 	if c.Seccomp != nil {
 		prog, err := c.Seccomp.Compile()
 		if err != nil {

@@ -142,6 +142,9 @@ func SpecProcess(sp *specs.Process, field string) (*Process, error) {
 		OOMScoreAdj:     sp.OOMScoreAdj,
 	}
 	if sp.ConsoleSize != nil {
+		if sp.ConsoleSize.Height > 0xffff || sp.ConsoleSize.Width > 0xffff {
+			return nil, invalid(f("consoleSize"), "%dx%d: want at most 65535 each", sp.ConsoleSize.Height, sp.ConsoleSize.Width)
+		}
 		p.ConsoleHeight, p.ConsoleWidth = sp.ConsoleSize.Height, sp.ConsoleSize.Width
 	}
 	if sp.Capabilities != nil {

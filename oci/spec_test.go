@@ -193,6 +193,7 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 		}, "process.rlimits[1].type", false},
 		{"soft above hard", SpecOptions{}, func(s *specs.Spec) { s.Process.Rlimits[0].Soft = 2048 }, "process.rlimits[0]", false},
 		{"oom score", SpecOptions{}, func(s *specs.Spec) { v := 1001; s.Process.OOMScoreAdj = &v }, "process.oomScoreAdj", false},
+		{"console too tall", SpecOptions{}, func(s *specs.Spec) { s.Process.ConsoleSize = &specs.Box{Height: 70000, Width: 80} }, "process.consoleSize", false},
 		{"bind without source", SpecOptions{}, func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Destination: "/data", Type: "bind", Options: []string{"rbind"}})
 		}, "mounts[7].source", false},

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,6 +383,51 @@ static void test_spawn(void) {
 	}
 }
 
+// test_console: with console, the program's process sends a pty master
+// up first ("console", SCM_RIGHTS, detail its number), and runs with the
+// slave as stdin, stdout and stderr and as its controlling terminal (a
+// session of its own), owned by its user. The host's devpts here.
+static void test_console(void) {
+	static char *const argv[] = {"sh", "-c", "tty; [ -t 0 ] && [ -t 2 ] && echo isatty; echo ctty >/dev/tty; stty size", NULL};
+	struct ward_gate g = true_gate("/bin/sh");
+	g.argv = argv;
+	g.console = 1;
+	g.console_rows = 21;
+	g.console_cols = 77;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) abort();
+	g.report_fd = sv[1];
+	int pid = ward_spawn(&g);
+	close(sv[1]);
+	EXPECT(pid > 0, "ward_spawn: %d", pid);
+	if (pid <= 0) return;
+	struct ward_report r;
+	union ward_cmsg_fd ctl;
+	struct iovec iov = {.iov_base = &r, .iov_len = sizeof(r)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+	ssize_t n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC);
+	int m = -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (n == sizeof(r) && c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) memcpy(&m, CMSG_DATA(c), sizeof(int));
+	EXPECT(n == sizeof(r) && r.kind == WARD_REPORT_CONSOLE && m >= 0, "first report: %zd bytes, kind %d, fd %d", n, r.kind, m);
+	if (m < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	char want[128], path[32];
+	snprintf(path, sizeof(path), "/dev/pts/%lld", (long long)r.detail);
+	snprintf(want, sizeof(want), "%s\r\nisatty\r\nctty\r\n21 77\r\n", path);
+	expect_run("console", sv[0], pid, WARD_REPORT_TIMINGS, 0, 0, 0);
+	char out[256];
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(out) - 1 && (k = read(m, out + got, sizeof(out) - 1 - got)) > 0) got += (size_t)k; // EIO at the end
+	out[got] = 0;
+	EXPECT(strcmp(out, want) == 0, "the program wrote %s, want %s", out, want);
+	close(m);
+}
+
 // early forks an early child on a new socket pair (our end in *fd).
 static int early(int *fd) {
 	int sv[2];
@@ -439,7 +485,8 @@ static void test_userns_child(void) {
 
 static void test_step_names(void) {
 	EXPECT(strcmp(ward_step_name(WARD_STEP_STDIO), "set-stdio") == 0, "first");
-	EXPECT(strcmp(ward_step_name(WARD_STEP_FORK), "fork-program") == 0, "last");
+	EXPECT(strcmp(ward_step_name(WARD_STEP_FORK), "fork-program") == 0, "fork");
+	EXPECT(strcmp(ward_step_name(WARD_STEP_CONSOLE), "console") == 0, "last");
 	EXPECT(ward_step_name(-1) == NULL && ward_step_name(WARD_NSTEPS) == NULL, "out of range");
 }
 
@@ -452,6 +499,7 @@ int main(void) {
 		// The program's process drops root's privileges: as anyone else,
 		// its first privileged step fails instead.
 		test_spawn();
+		test_console();
 		test_early_child();
 		test_userns_child();
 	} else {

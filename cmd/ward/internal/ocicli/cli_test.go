@@ -390,6 +390,10 @@ func TestLifecycleFlags(t *testing.T) {
 		s.Process.Terminal = false
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
 	})
+	// A terminal, past the console's checks, stopped there too.
+	ttyStop := bundle(t, func(s *specs.Spec) {
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.TimeNamespace})
+	})
 	bad := bundle(t, func(s *specs.Spec) { s.Process.ApparmorProfile = "x" })
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	proc := filepath.Join(t.TempDir(), "process.json")
@@ -397,16 +401,21 @@ func TestLifecycleFlags(t *testing.T) {
 	if err := os.WriteFile(proc, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	procTTY := filepath.Join(t.TempDir(), "process.json")
+	b, _ = json.Marshal(specs.Process{Terminal: true, Args: []string{"sh"}, Cwd: "/", Env: []string{"A=b"}})
+	if err := os.WriteFile(procTTY, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := sleeper(t)
 	addContainer(t, root, "running", cmd.Process.Pid)
 	addContainer(t, root, "stopped", 0)
 	// create and run check config.json whole before they make anything.
-	caps, term := "].type: not supported by ward (a time namespace", "process.terminal: not supported by ward"
+	caps := "].type: not supported by ward (a time namespace"
 	for _, tt := range []struct {
 		args []string
 		msg  string
 	}{
-		{[]string{"create", "--bundle", tty, "--pid-file", pidFile, "--console-socket", "/run/s.sock", "--no-pivot", "--no-new-keyring", "--preserve-fds", "2", "new"}, term},
+		{[]string{"create", "--bundle", ttyStop, "--pid-file", pidFile, "--console-socket", "/run/s.sock", "--no-pivot", "--no-new-keyring", "--preserve-fds", "2", "new"}, caps},
 		{[]string{"create", "-b", plain, "--pid-file=" + pidFile, "new"}, caps},
 		{[]string{"create", "new", "--bundle", plain}, caps},
 		{[]string{"create", "--bundle", tty, "new"}, "cannot allocate tty if ward-oci will detach without setting console socket"},
@@ -416,19 +425,25 @@ func TestLifecycleFlags(t *testing.T) {
 		{[]string{"create", "--bundle", plain, "running"}, "already exists"},
 		{[]string{"create", "--bundle", plain, "--preserve-fds", "x", "new"}, "invalid argument"},
 		{[]string{"create", "--bundle", plain}, `"create" requires exactly 1 argument(s)`},
-		{[]string{"run", "--bundle", tty, "new"}, term},
+		{[]string{"run", "--bundle", ttyStop, "new"}, caps},
+		{[]string{"run", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, "cannot use console socket if ward-oci will not detach or allocate tty"},
 		{[]string{"run", "-d", "--bundle", plain, "--pid-file", pidFile, "--keep", "--no-subreaper", "new"}, caps},
-		{[]string{"run", "--detach", "--bundle", tty, "--console-socket", "/run/s.sock", "new"}, term},
+		{[]string{"run", "--detach", "--bundle", ttyStop, "--console-socket", "/run/s.sock", "new"}, caps},
+		{[]string{"run", "--detach", "--bundle", tty, "new"}, "cannot allocate tty if ward-oci will detach without setting console socket"},
 		{[]string{"start", "running"}, "cannot start an already running container"},
 		{[]string{"start", "stopped"}, "cannot start a container that has stopped"},
 		{[]string{"start", "nosuch"}, "does not exist"},
 		// The test's containers have no config.json of their own: exec
 		// reads its flags, then stops there.
 		{[]string{"exec", "--process", proc, "--detach", "--pid-file", pidFile, "running"}, "root.path: missing"},
-		{[]string{"exec", "--process", proc, "--detach", "--tty", "--console-socket", "/run/s.sock", "running"}, "root.path: missing"},
+		{[]string{"exec", "--process", procTTY, "--detach", "--console-socket", "/run/s.sock", "running"}, "root.path: missing"},
+		// --process: the file's terminal, not --tty (as runc).
+		{[]string{"exec", "--process", proc, "--detach", "--tty", "--console-socket", "/run/s.sock", "running"}, "cannot use console socket"},
 		{[]string{"exec", "-t", "-e", "A=1,2", "-e", "B=3", "-u", "1000:1000", "-g", "5", "--cwd", "/tmp", "--cap", "CAP_KILL", "running", "sh", "-c", "ls -l --all"}, "no process in the container's config"},
 		{[]string{"exec", "--preserve-fds", "1", "--no-new-privs", "--cgroup", "cpu:/x", "--ignore-paused", "running", "--", "true"}, "no process in the container's config"},
-		{[]string{"exec", "-p", proc, "-d", "-t", "running"}, "cannot allocate tty"},
+		{[]string{"exec", "-p", procTTY, "-d", "running"}, "cannot allocate tty"},
+		{[]string{"exec", "-p", proc, "-d", "-t", "running"}, "root.path: missing"},
+		{[]string{"exec", "-t", "-d", "running", "true"}, "cannot allocate tty"},
 		{[]string{"exec", "running"}, "no command given"},
 		{[]string{"exec", "stopped", "true"}, "cannot exec in a stopped container"},
 		{[]string{"exec", "nosuch", "true"}, "does not exist"},

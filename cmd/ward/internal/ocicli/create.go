@@ -48,6 +48,10 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 				// container, then the lifecycle goes on at delete.
 				e.poststop(st, state)
 			}
+			if f.master != nil {
+				f.master.Close()
+				f.master = nil
+			}
 		}
 	}()
 	uid, gid := c.RootOnHost()
@@ -109,7 +113,8 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	}
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
-	pid, err := nsexec.Create(launch.Spec, fifo, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, launch.Opt)
+	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: f.takeConsole}
+	pid, err := nsexec.Create(launch.Spec, fifo, stdio, launch.Opt)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +134,18 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		}
 	}
 	return st, nil
+}
+
+// takeConsole takes the pty master of a container with a terminal
+// (process.terminal): sent to --console-socket, or kept for run to serve
+// in the foreground.
+func (f *createFlags) takeConsole(master *os.File) error {
+	if f.consoleSocket == "" {
+		f.master = master
+		return nil
+	}
+	defer master.Close()
+	return oci.SendConsole(f.consoleSocket, master)
 }
 
 // exitError is the program's exit status, for run to exit with.
@@ -154,6 +171,10 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 	if err != nil {
 		return err
 	}
+	var console *oci.ConsoleProxy
+	if f.master != nil {
+		console = oci.ProxyConsole(f.master, os.Stdin, os.Stdout)
+	}
 	if err := e.store.ReleaseExecFifo(st); err != nil {
 		_ = e.deleteContainer(st, true)
 		return err
@@ -169,6 +190,9 @@ func (e *env) runContainer(f *createFlags, c *oci.Container, s *specs.Spec) erro
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
+	}
+	if console != nil {
+		console.Wait() // the container's PID namespace is gone: so are the pty's holders
 	}
 	if !f.keep {
 		if derr := e.deleteContainer(st, true); derr != nil && err == nil {

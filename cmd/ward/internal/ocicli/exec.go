@@ -52,14 +52,16 @@ func (e *env) execCmd() *cobra.Command {
 				}
 			}
 			var p *oci.Process
+			terminal := f.tty // --process FILE: its own terminal field (runc ignores --tty then)
 			if f.process != "" {
 				if p, err = readProcess(f.process); err != nil {
 					return err
 				}
+				terminal = p.Terminal
 			} else if len(args) < 2 {
 				return errors.New("exec: no command given: want <container-id> <command>, or --process FILE")
 			}
-			if err := checkConsole(f.tty, f.detach, f.consoleSocket); err != nil {
+			if err := checkConsole(terminal, f.detach, f.consoleSocket); err != nil {
 				return err
 			}
 			if p == nil {

@@ -83,9 +83,27 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 			return fmt.Errorf("exec: PR_SET_CHILD_SUBREAPER: %w", err)
 		}
 	}
-	pid, err := nsexec.Join(spec, st.InitPid, procs, nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	// A terminal's pty master goes to --console-socket (detached), or
+	// ward-oci serves it until the command ends.
+	var master *os.File
+	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: func(m *os.File) error {
+		if f.consoleSocket == "" {
+			master = m
+			return nil
+		}
+		defer m.Close()
+		return oci.SendConsole(f.consoleSocket, m)
+	}}
+	pid, err := nsexec.Join(spec, st.InitPid, procs, stdio)
 	if err != nil {
+		if master != nil {
+			master.Close()
+		}
 		return err
+	}
+	var console *oci.ConsoleProxy
+	if master != nil {
+		console = oci.ProxyConsole(master, os.Stdin, os.Stdout)
 	}
 	if f.pidFile != "" {
 		if err := oci.WritePidFile(f.pidFile, pid); err != nil {
@@ -104,6 +122,9 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 	}
 	if err != nil {
 		return fmt.Errorf("exec: wait for %d: %w", pid, err)
+	}
+	if console != nil {
+		console.Wait()
 	}
 	code := ws.ExitStatus()
 	if ws.Signaled() {

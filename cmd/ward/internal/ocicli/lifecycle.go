@@ -31,6 +31,9 @@ type createFlags struct {
 	detach      bool
 	keep        bool
 	noSubreaper bool
+	// master is the pty master create received for run to serve (a
+	// terminal without a console socket).
+	master *os.File
 }
 
 func (f *createFlags) bind(cmd *cobra.Command, run bool) {
