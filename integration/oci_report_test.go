@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // ociReport is the part of ward's result JSON (docs/result.md) the tests
@@ -213,5 +216,38 @@ func TestOCIReportRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.root, "r5")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the state of r5 is there: %v", err)
+	}
+}
+
+// TestOCIReportConsole: with a terminal, the pty master the program's
+// process sends reaches the console socket through the init's relay, the
+// program has it as its controlling terminal, and the report is written.
+func TestOCIReportConsole(t *testing.T) {
+	e := newOCIEnv(t)
+	report := filepath.Join(t.TempDir(), "report.json")
+	e.reportConfig("r6", report, "sh", "-c", ttyScript)
+	e.terminal(true)
+	sock, ch := consoleSocket(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	e.must(nil, "create", "--bundle", e.bundle, "--console-socket", sock, "--pid-file", pidFile, "r6")
+	b, _ := os.ReadFile(pidFile)
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatalf("pid file %q", b)
+	}
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+	m := e.master(ch)
+	e.must(nil, "start", "r6")
+	out := readPty(m)
+	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 3 {
+		t.Errorf("the subreaper saw %v, want exit 3 (the program's)", ws)
+	}
+	if !strings.HasPrefix(out, "/dev/pts/0\nisatty\nctty\n") {
+		t.Errorf("the program wrote %q on its terminal, want its pty as stdio and controlling terminal", out)
+	}
+	e.must(nil, "delete", "r6")
+	e.gone("r6", pid)
+	if r, raw := readOCIReport(t, report); r.Status != "exited" || r.ExitCode == nil || *r.ExitCode != 3 {
+		t.Errorf("report %s: want exited, exit_code 3", raw)
 	}
 }
