@@ -104,6 +104,16 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if launch.RootfsNote != "" && e.logger != nil {
 		e.logger.Debugf("%s", launch.RootfsNote)
 	}
+	if c.Ward.Report != "" {
+		// ward.report: the init stays as PID 1 and records the
+		// program's end here (docs/oci.md).
+		exit, err := e.store.OpenExitRecord(st)
+		if err != nil {
+			return nil, err
+		}
+		defer exit.Close()
+		launch.Spec.ExitFD = files.Add(exit)
+	}
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
 	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: f.takeConsole}
