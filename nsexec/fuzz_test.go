@@ -238,7 +238,7 @@ func FuzzInitParse(f *testing.F) {
 // runs.
 func ociSpec() *Spec {
 	s := gateSpec()
-	s.OCI, s.StartFD, s.ReportFD, s.RuntimeHooks = true, 11, 12, true
+	s.OCI, s.StartFD, s.ReportFD, s.ExitFD, s.RuntimeHooks = true, 11, 12, 13, true
 	s.HookState = []byte(`{"ociVersion":"1.3.0","id":"c","status":"created","pid":1,"bundle":"/b"}`)
 	s.CreateHooks = []Hook{{Path: "/bin/sh", Args: []string{"sh", "-c", "true"}, Env: []string{"A=1", "B="}, Timeout: 5},
 		{Path: "/usr/bin/hook"}}

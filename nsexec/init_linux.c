@@ -38,6 +38,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
@@ -834,6 +836,261 @@ static void __attribute__((noreturn)) become_container(void) {
 	ward_become(g);
 }
 
+// ---- an OCI container with ward.report ----
+
+// bpf_run is the verdict of the classic BPF program f (n instructions: the
+// profile's exact seccomp filter, which Go compiled with libseccomp) for d,
+// as the kernel computes it; SECCOMP_RET_KILL_PROCESS for what it cannot
+// run (the kernel's checker would have refused it).
+static uint32_t bpf_run(const struct sock_filter *f, int n, const struct seccomp_data *d) {
+	uint32_t a = 0, x = 0, m[BPF_MEMWORDS] = {0};
+	for (int64_t pc = 0; pc >= 0 && pc < n; pc++) {
+		const struct sock_filter *in = &f[pc];
+		uint32_t k = in->k, v = 0, s = BPF_SRC(in->code) == BPF_X ? x : k;
+		switch (BPF_CLASS(in->code)) {
+		case BPF_LD:
+		case BPF_LDX:
+			switch (BPF_MODE(in->code)) {
+			case BPF_ABS:
+				if (BPF_SIZE(in->code) != BPF_W || (k & 3) || k > sizeof(*d) - 4) return SECCOMP_RET_KILL_PROCESS;
+				memcpy(&v, (const char *)d + k, 4);
+				break;
+			case BPF_IMM: v = k; break;
+			case BPF_MEM:
+				if (k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS;
+				v = m[k];
+				break;
+			case BPF_LEN: v = sizeof(*d); break;
+			default: return SECCOMP_RET_KILL_PROCESS;
+			}
+			if (BPF_CLASS(in->code) == BPF_LD) a = v;
+			else x = v;
+			break;
+		case BPF_ST:
+		case BPF_STX:
+			if (k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS;
+			m[k] = BPF_CLASS(in->code) == BPF_ST ? a : x;
+			break;
+		case BPF_ALU:
+			switch (BPF_OP(in->code)) {
+			case BPF_ADD: a += s; break;
+			case BPF_SUB: a -= s; break;
+			case BPF_MUL: a *= s; break;
+			case BPF_DIV:
+				if (!s) return 0; // as the kernel: the filter returns 0
+				a /= s;
+				break;
+			case BPF_MOD:
+				if (!s) return 0;
+				a %= s;
+				break;
+			case BPF_AND: a &= s; break;
+			case BPF_OR: a |= s; break;
+			case BPF_XOR: a ^= s; break;
+			case BPF_LSH: a = s < 32 ? a << s : 0; break;
+			case BPF_RSH: a = s < 32 ? a >> s : 0; break;
+			case BPF_NEG: a = -a; break;
+			default: return SECCOMP_RET_KILL_PROCESS;
+			}
+			break;
+		case BPF_JMP:
+			if (BPF_OP(in->code) == BPF_JA) {
+				pc += k;
+				break;
+			}
+			int t;
+			switch (BPF_OP(in->code)) {
+			case BPF_JEQ: t = a == s; break;
+			case BPF_JGT: t = a > s; break;
+			case BPF_JGE: t = a >= s; break;
+			case BPF_JSET: t = (a & s) != 0; break;
+			default: return SECCOMP_RET_KILL_PROCESS;
+			}
+			pc += t ? in->jt : in->jf;
+			break;
+		case BPF_RET: return BPF_RVAL(in->code) == BPF_A ? a : k;
+		case BPF_MISC:
+			if (BPF_MISCOP(in->code) == BPF_TAX) x = a;
+			else a = x;
+			break;
+		}
+	}
+	return SECCOMP_RET_KILL_PROCESS;
+}
+
+// The denials counted: (syscall number, errno), at most WARD_MAX_DENIALS
+// kinds; the rest only counted in denials_omitted.
+#define WARD_MAX_DENIALS 64
+static struct {
+	int32_t nr, err;
+	int64_t count;
+} denials[WARD_MAX_DENIALS];
+static int ndenials;
+static int64_t denials_omitted;
+
+static void count_denial(int32_t nr, int32_t err) {
+	for (int i = 0; i < ndenials; i++)
+		if (denials[i].nr == nr && denials[i].err == err) {
+			denials[i].count++;
+			return;
+		}
+	if (ndenials == WARD_MAX_DENIALS) {
+		denials_omitted++;
+		return;
+	}
+	denials[ndenials].nr = nr;
+	denials[ndenials].err = err;
+	denials[ndenials++].count = 1;
+}
+
+// serve_notification answers one notification of the program's filter
+// (the profile with SCMP_ACT_ERRNO as notifications) with the exact
+// filter's verdict: the errno it gives (counted), or, should it allow the
+// call, the call itself. The arguments are register values, which the
+// program cannot change between this check and the call.
+static void serve_notification(int listener, const struct ward_gate *g) {
+	struct seccomp_notif req;
+	struct seccomp_notif_resp resp;
+	memset(&req, 0, sizeof(req));
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) return;
+	memset(&resp, 0, sizeof(resp));
+	resp.id = req.id;
+	uint32_t v = bpf_run((const struct sock_filter *)g->filters[1], (int)g->filter_len[1], &req.data);
+	if ((v & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ALLOW) {
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	} else if ((v & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO) {
+		resp.error = -(int32_t)(v & SECCOMP_RET_DATA);
+		count_denial(req.data.nr, (int32_t)(v & SECCOMP_RET_DATA));
+	} else {
+		resp.error = -ENOSYS; // only ERRNO was made a notification
+	}
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); // the caller may be gone
+}
+
+// relay_report reads one report of the program's process on rs: the
+// listener it loaded is taken (pidfd_getfd) into *listener and answered;
+// the exec's timings give *exec_us; the others go on to create (*create
+// until "waiting", then closed), with the fd one carries (the console's
+// pty master). 0 while the socket is open.
+static int relay_report(int rs, int pid, int *create, int *listener, int64_t *exec_us) {
+	struct ward_report rep;
+	union ward_cmsg_fd ctl;
+	struct iovec iov = {.iov_base = &rep, .iov_len = sizeof(rep)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof(ctl.b)};
+	ssize_t n;
+	do n = recvmsg(rs, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	int fd = -1;
+	struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (n != (ssize_t)sizeof(rep)) {
+		if (fd >= 0) close(fd);
+		return -1; // exec closed it, or the process ended
+	}
+	if (fd >= 0 && (rep.kind == WARD_REPORT_LISTENER || rep.kind == WARD_REPORT_TIMINGS)) close(fd), fd = -1; // none comes with them
+	if (rep.kind == WARD_REPORT_LISTENER) {
+		char ok = 0;
+		int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd >= 0 && *listener < 0) *listener = (int)syscall(SYS_pidfd_getfd, pidfd, (int)rep.detail, 0);
+		if (pidfd >= 0) close(pidfd);
+		ok = *listener >= 0;
+		while (write(rs, &ok, 1) < 0 && errno == EINTR) {
+		}
+		return 0;
+	}
+	if (rep.kind == WARD_REPORT_TIMINGS) {
+		*exec_us = rep.detail;
+		return 0;
+	}
+	if (*create >= 0) {
+		struct msghdr out = {.msg_iov = &iov, .msg_iovlen = 1};
+		ward_attach_fd(&out, &ctl, fd);
+		while (sendmsg(*create, &out, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+		}
+		if (rep.kind == WARD_REPORT_WAITING) close(*create), *create = -1;
+	}
+	if (fd >= 0) close(fd);
+	return 0;
+}
+
+// write_exit_record writes the program's end to exit_fd: one JSON line
+// (oci.ExitRecord), with the denials when the init served the listener.
+static void write_exit_record(const struct figs *f, int64_t wall_us, int counted) {
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char b[256 + WARD_MAX_DENIALS * 64];
+	int n = snprintf(b, sizeof(b), "{\"code\":%lld,\"signal\":%lld,\"user_us\":%lld,\"sys_us\":%lld,\"maxrss_kb\":%lld,\"wall_us\":%lld,\"end_unix_ns\":%lld",
+	                 (long long)f->code, (long long)f->signal, (long long)f->user_us, (long long)f->sys_us, (long long)f->maxrss_kb, (long long)wall_us,
+	                 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	if (counted) {
+		n += snprintf(b + n, sizeof(b) - (size_t)n, ",\"denied\":[");
+		for (int i = 0; i < ndenials; i++)
+			n += snprintf(b + n, sizeof(b) - (size_t)n, "%s[%d,%d,%lld]", i ? "," : "", denials[i].nr, denials[i].err, (long long)denials[i].count);
+		n += snprintf(b + n, sizeof(b) - (size_t)n, "],\"denied_omitted\":%lld", (long long)denials_omitted);
+	}
+	n += snprintf(b + n, sizeof(b) - (size_t)n, "}\n");
+	if (n > 0 && n < (int)sizeof(b) && write(cfg.h.exit_fd, b, (size_t)n) < 0) {
+	} // nothing to tell: delete reports a missing record
+}
+
+// supervise_container (ward.report, exit_fd set): the init stays as the
+// container's PID 1 instead of becoming the program, so that the program's
+// end is recorded. It enters the cgroup itself first (the caller reads
+// /proc/PID/cgroup of the pid it holds, this one) and forks the program's
+// process, which runs become_container's steps in a session of its own
+// and reports to the init, which relays its reports to create until
+// "waiting". Then the init relays the signals it is sent (SIGKILL cannot
+// be caught: it ends the namespace with no record), reaps every process of
+// the namespace, serves the seccomp listener of a profile (the gate's
+// notify: filters[0] is loaded, filters[1] is the exact one the init
+// decides with), and once the program is reaped writes its exit record to
+// exit_fd, a file in ward-oci's state directory, and exits with the
+// program's status: 128+N for signal N (the kernel never lets a
+// namespace's init die of its own signal).
+static void __attribute__((noreturn)) supervise_container(void) {
+	struct ward_gate *g = &cfg.gate;
+	int counted = g->notify && g->nfilters == 2;
+	if (g->notify && !counted) fail_step("seccomp-listener", EINVAL, "want the notify filter and the exact one", "");
+	for (int i = 0; i < cfg.h.ncgroup; i++)
+		if (write(WARD_CGROUP_FD0 + i, "0", 1) != 1) fail_step(ward_step_name(WARD_STEP_CGROUP), errno, "cgroup.procs", "");
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) fail_step(ward_step_name(WARD_STEP_FORK), errno, "socketpair", "");
+	long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid < 0) fail_step(ward_step_name(WARD_STEP_FORK), errno, "clone", "");
+	if (pid == 0) {
+		close(cfg.h.exit_fd);
+		close(sv[0]);
+		close(cfg.h.report_fd);
+		cfg.h.report_fd = sv[1];
+		if (counted) g->nfilters = 1; // the exact filter is the init's
+		setsid();                     // as the init it replaces: it leads its own session
+		become_container();
+	}
+	close(sv[1]);
+	close(cfg.h.start_fd); // the child's open of the fifo pairs with start's
+	int rs = sv[0], create = cfg.h.report_fd, listener = -1;
+	int64_t exec_us = 0;
+	for (;;) {
+		struct pollfd p[3] = {{.fd = sig_fd, .events = POLLIN}, {.fd = rs, .events = POLLIN}, {.fd = listener, .events = POLLIN}};
+		if (poll(p, 3, -1) < 0) continue;
+		if (rs >= 0 && p[1].revents && relay_report(rs, (int)pid, &create, &listener, &exec_us)) {
+			close(rs), rs = -1;
+			if (create >= 0) close(create), create = -1; // create sees the process end
+		}
+		if (listener >= 0 && (p[2].revents & POLLIN)) serve_notification(listener, g);
+		if (listener >= 0 && (p[2].revents & (POLLHUP | POLLERR))) close(listener), listener = -1; // no process uses the filter
+		drain_signals((int)pid);
+		struct figs f;
+		int r;
+		while ((r = reap_one(&f)) > 0) {
+			if (r != pid) continue; // an orphan of the namespace
+			write_exit_record(&f, exec_us > 0 ? mono_us() - exec_us : 0, counted);
+			_exit(f.signal ? 128 + (int)f.signal : (int)f.code);
+		}
+	}
+}
+
 // ---- a long-lived sandbox ----
 
 static struct cmd *cmds; // the commands not yet ended, or not yet exec'd
@@ -1026,6 +1283,7 @@ void ward_init_main(int argc, char **argv) {
 	run_steps(steps_after_root, sizeof(steps_after_root) / sizeof(steps_after_root[0]));
 	send_ready();
 	if (cfg.h.flags & WARD_INIT_SESSION) serve_session();
+	if ((cfg.h.flags & WARD_INIT_OCI) && cfg.h.exit_fd >= 0) supervise_container();
 	if (cfg.h.flags & WARD_INIT_OCI) become_container();
 	run_program();
 }

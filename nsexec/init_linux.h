@@ -47,7 +47,7 @@ struct ward_init_hdr {
 	int32_t start_fd;  // OCI: an O_PATH fd on the exec fifo the program waits on (-1: none)
 	int32_t report_fd; // OCI: the gate's report socket, read by the parent itself (-1: none)
 	uint32_t hooks_len, hooks_count; // OCI: the hooks section, hooks_count strings (0, 0: none)
-	uint32_t pad;
+	int32_t exit_fd; // OCI with ward.report: the init stays PID 1, forks the program and writes its exit record here (-1: none)
 };
 
 // A parsed config. hostname is a copy; relay_argv (NULL-terminated, malloc'd)

@@ -71,13 +71,14 @@ int ward_init_parse(char *buf, size_t n, struct ward_init_cfg *c, long *detail) 
 	*detail = 5;
 	// An fd is -1 (none) or above the protocol socket; the relay needs
 	// both of its fds or neither.
-	const int32_t fds[5] = {h->exec_fd, h->relay_exe_fd, h->relay_fd, h->start_fd, h->report_fd};
-	for (int i = 0; i < 5; i++)
+	const int32_t fds[6] = {h->exec_fd, h->relay_exe_fd, h->relay_fd, h->start_fd, h->report_fd, h->exit_fd};
+	for (int i = 0; i < 6; i++)
 		if (fds[i] < -1 || (fds[i] >= 0 && fds[i] <= WARD_PROTO_FD)) return -EBADMSG;
 	// An OCI container has both the exec fifo and the report socket, and
 	// is not a long-lived sandbox; anything else has neither.
 	int oci = !!(h->flags & WARD_INIT_OCI);
 	if ((h->start_fd >= 0) != oci || (h->report_fd >= 0) != oci || (oci && (h->flags & WARD_INIT_SESSION))) return -EBADMSG;
+	if (h->exit_fd >= 0 && !oci) return -EBADMSG; // the exit record is only an OCI container's
 	if (h->ncgroup < 0 || h->ncgroup > WARD_MAX_CGROUPS || (h->relay_exe_fd < 0) != (h->relay_fd < 0) ||
 	    (h->relay_exe_fd < 0) != (h->relay_argc == 0) || (h->exec_fd >= 0) != !!(h->flags & WARD_INIT_SESSION))
 		return -EBADMSG;

@@ -31,9 +31,12 @@ func packInit(spec *Spec, relayExe int) ([]byte, error) {
 	h.time_limit_us = C.int64_t(spec.TimeLimitUs)
 	h.ncgroup = C.int32_t(spec.CgroupFDs)
 	h.exec_fd, h.relay_exe_fd, h.relay_fd = -1, -1, -1
-	h.start_fd, h.report_fd = -1, -1
+	h.start_fd, h.report_fd, h.exit_fd = -1, -1, -1
 	if spec.OCI {
 		h.start_fd, h.report_fd = C.int32_t(spec.StartFD), C.int32_t(spec.ReportFD)
+		if spec.ExitFD > 0 {
+			h.exit_fd = C.int32_t(spec.ExitFD)
+		}
 	}
 	if spec.Session {
 		h.exec_fd = C.int32_t(spec.ExecFD)

@@ -524,8 +524,12 @@ static void step_wait_start(struct ward_gate *g, struct ward_report *r, const st
 	fd_path(path, g->start_fd);
 	struct ward_report w = {.kind = WARD_REPORT_WAITING};
 	report(g->report_fd, &w);
-	sys(SYS_close, g->report_fd, 0, 0, 0, 0);
-	g->report_fd = -1;
+	// With a seccomp listener (ward.report) the socket is the init's,
+	// which stays: it takes the listener after start (step_seccomp).
+	if (!g->notify) {
+		sys(SYS_close, g->report_fd, 0, 0, 0, 0);
+		g->report_fd = -1;
+	}
 	long fd;
 	do fd = sys(SYS_openat, AT_FDCWD, (long)path, O_WRONLY | O_CLOEXEC, 0, 0);
 	while (fd == -EINTR);

@@ -150,6 +150,10 @@ type Spec struct {
 	OCIProc  *OCIProc `json:"oci_proc,omitempty"`
 	StartFD  int      `json:"start_fd,omitempty"`
 	ReportFD int      `json:"report_fd,omitempty"`
+	// ExitFD (OCI, ward.report), when above 0: the init stays as PID 1,
+	// forks the program's process and writes the program's exit record
+	// (ExitRecord's JSON) to this fd when it is reaped.
+	ExitFD int `json:"exit_fd,omitempty"`
 	// Console (OCI: process.terminal): the program's process allocates a
 	// pty from the container's devpts, makes the slave its stdio and
 	// controlling terminal, and sends the master up (Stdio.Console), of

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,6 +56,7 @@ func (s *Store) ReleaseExecFifo(st *State) error {
 		return fmt.Errorf("%s: the init is gone before start: %w", st.ID, ErrNotRunning)
 	}
 	defer unix.Close(pidfd)
+	started := time.Now() // the open releases the program
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("cannot start an already running container")
@@ -83,6 +85,9 @@ func (s *Store) ReleaseExecFifo(st *State) error {
 			return fmt.Errorf("%s: the init died before start: %w", st.ID, ErrNotRunning)
 		}
 		return fmt.Errorf("%s: the init closed the exec fifo without a byte (%v)", st.ID, err)
+	}
+	if err := s.MarkStarted(st, started); err != nil {
+		return err
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("exec fifo %s: %w", path, err)

@@ -72,6 +72,11 @@ func (s *Store) Delete(st *State, force bool) error {
 	case status != Stopped:
 		return fmt.Errorf("cannot delete container %s that is not stopped: %s", st.ID, status)
 	}
+	// ward.report: written while the cgroup's figures are there; a
+	// failure is a warning (the container still goes).
+	if err := s.WriteReport(st); err != nil && s.Warn != nil {
+		s.Warn(err)
+	}
 	if err := s.removeCgroup(st.CgroupPath); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
 	}

@@ -45,7 +45,6 @@ func lifecycleUnsupported(c *Container) error {
 		why   string
 	}{
 		{"process.user.additionalGids", len(p.AdditionalGids) > nsexec.MaxGroups, fmt.Sprintf("ward sets at most %d supplementary groups", nsexec.MaxGroups)},
-		{"annotations.ward.report", c.Ward.Report != "", "the report is not written yet"},
 	} {
 		if f.set {
 			return unsupported(f.field, f.why)
@@ -113,6 +112,17 @@ func NewLaunch(c *Container, cgroupFiles []*os.File) (*Launch, error) {
 		return nil, err
 	}
 	spec.Hostname, spec.Plan, spec.CgroupFDs = c.Hostname, plan, len(cgroupFiles)
+	if c.Ward.Report != "" && c.Seccomp != nil && c.Seccomp.AllowsReadWrite() {
+		// ward.report counts the profile's denials: the program's process
+		// loads the profile with SCMP_ACT_ERRNO as user notifications, and
+		// the init, which stays (docs/oci.md), answers each from the exact
+		// filter (Seccomp[1], which it keeps and the process never loads).
+		// Not for a profile that may deny read or write: the process
+		// reports the listener with them before anyone serves it.
+		if notify, err := c.Seccomp.CompileNotify(); err == nil {
+			spec.Seccomp, spec.SeccompNotify = append([]seccomp.Program{notify}, spec.Seccomp...), "oci"
+		}
+	}
 	own, joined := c.splitSysctls()
 	spec.OCIProc.Sysctl = own
 	var flags uintptr

@@ -102,8 +102,8 @@ type Container struct {
 // WardOptions are ward's own additions, each turned on by an annotation.
 type WardOptions struct {
 	// Report (ward.report=FILE) is where ward writes its result JSON
-	// (docs/result.md) when the container's init exits; a relative FILE
-	// is in the bundle.
+	// (docs/result.md) when the container is deleted after its program
+	// ended: an absolute path on the host.
 	Report string
 }
 
@@ -279,7 +279,10 @@ func specAnnotations(a map[string]string, bundle string) (WardOptions, error) {
 			if v == "" {
 				return w, invalid("annotations."+k, "empty: want the FILE to write the result JSON to")
 			}
-			w.Report = inBundle(bundle, v)
+			if !filepath.IsAbs(v) {
+				return w, invalid("annotations."+k, "%q: want an absolute path on the host", v)
+			}
+			w.Report = filepath.Clean(v)
 		default:
 			return w, invalid("annotations."+k, "unknown ward annotation (ward reads %s)", AnnotationReport)
 		}

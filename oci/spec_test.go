@@ -278,6 +278,9 @@ func TestSpecRefusesNamingTheField(t *testing.T) {
 		{"unknown ward annotation", SpecOptions{}, func(s *specs.Spec) {
 			s.Annotations = map[string]string{"ward.reprot": "/tmp/r.json"}
 		}, "annotations.ward.reprot", false},
+		{"relative ward report", SpecOptions{}, func(s *specs.Spec) {
+			s.Annotations = map[string]string{"ward.report": "report.json"}
+		}, "annotations.ward.report", false},
 		{"intel rdt", SpecOptions{}, func(s *specs.Spec) { s.Linux.IntelRdt = &specs.LinuxIntelRdt{} }, "linux.intelRdt", true},
 		{"time offsets", SpecOptions{}, func(s *specs.Spec) {
 			s.Linux.TimeOffsets = map[string]specs.LinuxTimeOffset{"monotonic": {Secs: 1}}
@@ -361,9 +364,9 @@ func TestSpecAccepts(t *testing.T) {
 			}
 		}},
 		{"ward report", SpecOptions{}, func(s *specs.Spec) {
-			s.Annotations = map[string]string{"ward.report": "report.json", "org.example": "x"}
+			s.Annotations = map[string]string{"ward.report": "/tmp/r/../report.json", "org.example": "x"}
 		}, func(t *testing.T, c *Container) {
-			if c.Ward.Report != bundle+"/report.json" {
+			if c.Ward.Report != "/tmp/report.json" {
 				t.Errorf("report %q", c.Ward.Report)
 			}
 		}},

@@ -115,6 +115,9 @@ type Store struct {
 	procRoot   string
 	cgroupRoot string
 	rmdir      func(string) error
+	// Warn, when set, gets what is not worth failing a command for (a
+	// ward.report FILE that cannot be written).
+	Warn func(error)
 }
 
 // NewStore is the store at root (not created until a container is).

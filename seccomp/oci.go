@@ -132,8 +132,59 @@ func CompileFile(path string) ([]Program, error) {
 // Compile builds the profile's filter for this machine: a rule applies
 // when its includes hold (ward grants the program no capability, so rules
 // that need one are skipped) and its excludes do not.
-func (p *OCIProfile) Compile() (Program, error) {
-	def, _ := ociAction(p.DefaultAction, p.DefaultErrnoRet)
+func (p *OCIProfile) Compile() (Program, error) { return p.compile(false) }
+
+// CompileNotify is Compile's filter with every SCMP_ACT_ERRNO (the default
+// too) turned into a user notification, for a listener that decides with
+// Compile's own filter and counts the denials (ward-oci's ward.report:
+// the container's init serves it). Every other action is Compile's.
+func (p *OCIProfile) CompileNotify() (Program, error) { return p.compile(true) }
+
+// AllowsReadWrite says whether the profile allows read and write outright,
+// whatever their arguments: a process that loads CompileNotify's filter
+// reports its listener with write and waits for the answer with read,
+// before anyone serves the listener.
+func (p *OCIProfile) AllowsReadWrite() bool {
+	allowed := map[string]bool{}
+	kernel := kernelVersion()
+	for _, s := range p.Syscalls {
+		if !applies(s, kernel) {
+			continue
+		}
+		names := append(append([]string{}, s.Names...), s.Name)
+		for _, n := range names {
+			if n != "read" && n != "write" {
+				continue
+			}
+			if s.Action != "SCMP_ACT_ALLOW" {
+				return false
+			}
+			if len(s.Args) == 0 {
+				allowed[n] = true
+			}
+		}
+	}
+	return p.DefaultAction == "SCMP_ACT_ALLOW" || (allowed["read"] && allowed["write"])
+}
+
+// SyscallName is the native architecture's name of syscall nr, or
+// "syscall_N" for one libseccomp does not know.
+func SyscallName(nr int32) string {
+	if name, err := sc.ScmpSyscall(nr).GetName(); err == nil {
+		return name
+	}
+	return fmt.Sprintf("syscall_%d", nr)
+}
+
+func (p *OCIProfile) compile(notify bool) (Program, error) {
+	action := func(name string, errnoRet *uint) sc.ScmpAction {
+		a, _ := ociAction(name, errnoRet)
+		if notify && name == "SCMP_ACT_ERRNO" {
+			return sc.ActNotify
+		}
+		return a
+	}
+	def := action(p.DefaultAction, p.DefaultErrnoRet)
 	f, err := sc.NewFilter(def)
 	if err != nil {
 		return nil, fmt.Errorf("libseccomp: %w", err)
@@ -160,7 +211,7 @@ func (p *OCIProfile) Compile() (Program, error) {
 		if !applies(s, kernel) {
 			continue
 		}
-		act, _ := ociAction(s.Action, s.ErrnoRet)
+		act := action(s.Action, s.ErrnoRet)
 		if act == def {
 			// libseccomp refuses a rule that repeats the default, with
 			// or without conditions; it would change nothing (runc

@@ -201,3 +201,47 @@ func TestPolicyBytesCoverEveryField(t *testing.T) {
 		keys[name] = cacheKey(p)
 	}
 }
+
+// TestCompileNotify: the notify variant of a profile differs from the
+// exact filter only where SCMP_ACT_ERRNO was (here: mkdir's rule and the
+// default), and both compile; SyscallName names a number back.
+func TestCompileNotify(t *testing.T) {
+	p, err := ParseOCI([]byte(`{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","write"],"action":"SCMP_ACT_ALLOW"},{"names":["mkdir"],"action":"SCMP_ACT_ERRNO","errnoRet":13}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := p.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	notify, err := p.CompileNotify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exact) == 0 || len(notify) == 0 || string(exact) == string(notify) {
+		t.Errorf("exact %d bytes, notify %d bytes: want two different filters", len(exact), len(notify))
+	}
+	mkdir, err := sc.GetSyscallFromName("mkdir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := SyscallName(int32(mkdir)); got != "mkdir" {
+		t.Errorf("SyscallName(%d) = %q, want mkdir", mkdir, got)
+	}
+	if !p.AllowsReadWrite() {
+		t.Error("AllowsReadWrite: false, want true (read and write allowed outright)")
+	}
+	for _, j := range []string{`{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}`,
+		`{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["write"],"action":"SCMP_ACT_ERRNO"}]}`} {
+		q, err := ParseOCI([]byte(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.AllowsReadWrite() {
+			t.Errorf("AllowsReadWrite(%s): true, want false", j)
+		}
+	}
+	if got := SyscallName(-7); got != "syscall_-7" {
+		t.Errorf("SyscallName(-7) = %q", got)
+	}
+}

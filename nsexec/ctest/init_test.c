@@ -76,7 +76,7 @@ static struct parts sample(char *gate, size_t gate_len) {
 	p.h.time_limit_us = 1500000;
 	p.h.ncgroup = 2;
 	p.h.exec_fd = -1;
-	p.h.start_fd = p.h.report_fd = -1;
+	p.h.start_fd = p.h.report_fd = p.h.exit_fd = -1;
 	p.h.relay_exe_fd = 10;
 	p.h.relay_fd = 9;
 	p.h.relay_argc = 5;
@@ -182,12 +182,26 @@ static void test_config_round_trip(void) {
 	ward_init_free(&c);
 	EXPECT(c.hooks.all == NULL && c.hooks.n[0] == 0, "hooks left after free");
 	free(b);
+	// ward.report: an exit record fd, only an OCI container's.
+	p.h.exit_fd = 13;
+	b = build(p, &n);
+	EXPECT(ward_init_parse(b, n, &c, &detail) == 0 && c.h.exit_fd == 13, "OCI with an exit record: detail %ld", detail);
+	ward_init_free(&c);
+	free(b);
+	p.h.exit_fd = 2;
+	expect_bad("exit record fd at stderr", p, 5);
+	p.h.exit_fd = -1;
 	p.h.hooks_count--;
 	expect_bad("hooks' count short", p, 13);
 	p.h.hooks_count++;
 	p.h.flags &= ~(uint32_t)WARD_INIT_OCI;
 	p.h.start_fd = p.h.report_fd = -1;
 	expect_bad("runtime hooks without OCI", p, 4);
+	p.h.exit_fd = 13;
+	p.h.flags &= ~(uint32_t)WARD_INIT_RUNTIME_HOOKS;
+	expect_bad("exit record without OCI", p, 5);
+	p.h.flags |= WARD_INIT_RUNTIME_HOOKS;
+	p.h.exit_fd = -1;
 	p.h.flags &= ~(uint32_t)WARD_INIT_RUNTIME_HOOKS;
 	expect_bad("hooks without OCI", p, 13);
 	free(hooks);

@@ -93,6 +93,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err := launch.CgroupMounts(e.store, cg); err != nil {
 		return nil, err
 	}
+	if err := c.MakeMountPoints(); err != nil { // as runc: in the bundle's rootfs
+		return nil, err
+	}
 	if err := launch.MakeDevices(filepath.Join(e.store.Dir(c.ID), oci.DevicesDir)); err != nil {
 		return nil, err
 	}
@@ -107,6 +110,16 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	}()
 	if launch.RootfsNote != "" && e.logger != nil {
 		e.logger.Debugf("%s", launch.RootfsNote)
+	}
+	if c.Ward.Report != "" {
+		// ward.report: the init stays as PID 1 and records the
+		// program's end here (docs/oci.md).
+		exit, err := e.store.OpenExitRecord(st)
+		if err != nil {
+			return nil, err
+		}
+		defer exit.Close()
+		launch.Spec.ExitFD = files.Add(exit)
 	}
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)

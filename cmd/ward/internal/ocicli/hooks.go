@@ -83,6 +83,7 @@ func (e *env) poststop(st *oci.State, state specs.State) {
 // hooks.
 func (e *env) deleteContainer(st *oci.State, force bool) error {
 	state := e.store.SpecState(st)
+	e.store.Warn = e.warn
 	if err := e.store.Delete(st, force); err != nil {
 		return err
 	}
