@@ -24,21 +24,59 @@ func SendConsole(socketPath string, master *os.File) error {
 	if name == "" {
 		name = "/dev/ptmx"
 	}
-	if len(name) >= maxConsoleName {
-		return fmt.Errorf("console socket %s: pty name too long", socketPath)
-	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socketPath, Net: "unix"})
+	s, err := DialFDSocket("console socket", socketPath)
 	if err != nil {
-		return fmt.Errorf("console socket: %w", err)
+		return err
 	}
-	defer c.Close()
-	oob := unix.UnixRights(int(master.Fd()))
-	n, oobn, err := c.WriteMsgUnix([]byte(name), oob, nil)
+	defer s.Close()
+	return s.send(name, int(master.Fd()))
+}
+
+// FDSocket is a connection to a caller's unix socket that receives one fd
+// (--console-socket, --pidfd-socket).
+type FDSocket struct {
+	what, path string
+	c          *net.UnixConn
+}
+
+// DialFDSocket connects to the unix socket at path; what names it in
+// errors ("pidfd socket"). ward-oci dials --pidfd-socket before it starts
+// anything, as runc does, so that a bad socket fails early.
+func DialFDSocket(what, path string) (*FDSocket, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return &FDSocket{what: what, path: path, c: c}, nil
+}
+
+// Close closes the connection.
+func (s *FDSocket) Close() error { return s.c.Close() }
+
+// SendPidfd sends a pidfd of process pid as runc 1.2 does for
+// --pidfd-socket: the same single sendmsg as SendConsole's, its payload
+// the name "pidfd". The pidfd is opened here and closed once sent.
+func (s *FDSocket) SendPidfd(pid int) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fmt.Errorf("%s %s: pidfd_open %d: %w", s.what, s.path, pid, err)
+	}
+	defer unix.Close(fd)
+	return s.send("pidfd", fd)
+}
+
+// send sends fd with payload name in one sendmsg.
+func (s *FDSocket) send(name string, fd int) error {
+	if len(name) >= maxConsoleName {
+		return fmt.Errorf("%s %s: name too long", s.what, s.path)
+	}
+	oob := unix.UnixRights(fd)
+	n, oobn, err := s.c.WriteMsgUnix([]byte(name), oob, nil)
 	if err == nil && (n != len(name) || oobn != len(oob)) {
 		err = fmt.Errorf("short write (%d of %d bytes, %d of %d control bytes)", n, len(name), oobn, len(oob))
 	}
 	if err != nil {
-		return fmt.Errorf("console socket %s: %w", socketPath, err)
+		return fmt.Errorf("%s %s: %w", s.what, s.path, err)
 	}
 	return nil
 }

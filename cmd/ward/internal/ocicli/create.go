@@ -25,6 +25,13 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err != nil {
 		return nil, err
 	}
+	var pidfdSock *oci.FDSocket
+	if f.pidfdSocket != "" {
+		if pidfdSock, err = oci.DialFDSocket("pidfd socket", f.pidfdSocket); err != nil {
+			return nil, err
+		}
+		defer pidfdSock.Close()
+	}
 	if c.Resources.KernelMemoryIgnored {
 		e.warn(errors.New("linux.resources.memory.kernel: ignored: the kernel no longer enforces a kernel memory limit"))
 	}
@@ -136,6 +143,12 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if err := e.store.Save(st); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		return nil, err
+	}
+	if pidfdSock != nil {
+		if err := pidfdSock.SendPidfd(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return nil, err
+		}
 	}
 	if f.pidFile != "" {
 		if err := oci.WritePidFile(f.pidFile, pid); err != nil {

@@ -68,6 +68,13 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 	if err != nil {
 		return err
 	}
+	var pidfdSock *oci.FDSocket
+	if f.pidfdSocket != "" {
+		if pidfdSock, err = oci.DialFDSocket("pidfd socket", f.pidfdSocket); err != nil {
+			return err
+		}
+		defer pidfdSock.Close()
+	}
 	procs, err := e.store.OpenCgroupProcs(st)
 	if err != nil {
 		return err
@@ -100,6 +107,15 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 			master.Close()
 		}
 		return err
+	}
+	if pidfdSock != nil {
+		if err := pidfdSock.SendPidfd(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			if master != nil {
+				master.Close()
+			}
+			return err
+		}
 	}
 	var console *oci.ConsoleProxy
 	if master != nil {
