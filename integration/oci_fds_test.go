@@ -2,8 +2,10 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -124,4 +126,96 @@ func TestOCIPidfdSocket(t *testing.T) {
 	reapPid(pid)
 	<-reaped
 	e.gone("p1", pid)
+}
+
+// --preserve-fds N: the process gets ward-oci's fds 3..3+N-1 at the same
+// numbers, and no other fd of ward's.
+
+// runExtra runs ward-oci with extra as its fds 3, 4, ... (closed here
+// once it started) and fails the test unless it exits 0.
+func (e *ociEnv) runExtra(extra []*os.File, args ...string) {
+	e.t.Helper()
+	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(e.bin, append([]string{"--root", e.root}, args...)...)
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = out, out, extra
+	err = cmd.Start()
+	for _, f := range extra {
+		f.Close()
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		b, _ := os.ReadFile(out.Name())
+		e.t.Fatalf("ward-oci %v: %v: %s", args, err, b)
+	}
+}
+
+// pipes makes n pipes and returns their read ends and write ends.
+func pipes(t *testing.T, n int) (r, w []*os.File) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pr.Close(); pw.Close() })
+		r, w = append(r, pr), append(w, pw)
+	}
+	return r, w
+}
+
+// readAll reads each pipe to its end.
+func readAll(t *testing.T, r []*os.File) []string {
+	t.Helper()
+	var out []string
+	for _, f := range r {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// TestOCIPreserveFDsCreate: create --preserve-fds 2 with two pipes as
+// ward-oci's fds 3 and 4: the program writes into both, and has no fd 5.
+func TestOCIPreserveFDsCreate(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("f1", "sh", "-c", `echo a >&3; echo b >&4; if [ -e /proc/self/fd/5 ]; then echo fd5 >&3; fi`)
+	r, w := pipes(t, 2)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	e.runExtra(w, "create", "--bundle", e.bundle, "--pid-file", pidFile, "--preserve-fds", "2", "f1")
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+	e.must(nil, "start", "f1")
+	if ws := reapPid(pid); ws.ExitStatus() != 0 {
+		t.Errorf("the program exited %v, want 0", ws)
+	}
+	if got := readAll(t, r); got[0] != "a\n" || got[1] != "b\n" {
+		t.Errorf("fd 3 and 4 got %q, want \"a\\n\" and \"b\\n\" (and no fd 5)", got)
+	}
+	e.must(nil, "delete", "f1")
+}
+
+// TestOCIPreserveFDsExec: exec --preserve-fds 1 with a pipe as ward-oci's
+// fd 3: the command writes into it, and has no fd 4.
+func TestOCIPreserveFDsExec(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("f2", "sleep", "1000")
+	pid := e.create("f2", nil)
+	e.must(nil, "start", "f2")
+	r, w := pipes(t, 1)
+	e.runExtra(w, "exec", "--preserve-fds", "1", "f2", "sh", "-c", `echo c >&3; if [ -e /proc/self/fd/4 ]; then echo fd4 >&3; fi`)
+	if got := readAll(t, r); got[0] != "c\n" {
+		t.Errorf("fd 3 got %q, want \"c\\n\" (and no fd 4)", got[0])
+	}
+	e.must(nil, "delete", "--force", "f2")
+	reapPid(pid)
+	e.gone("f2", pid)
 }

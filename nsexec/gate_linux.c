@@ -14,6 +14,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ static const char *take_str(char **p, char *end) {
 // with *detail saying which check failed: the size (n itself), 1 a count,
 // 2 a filter, 3 dir, file or path, 4 (ENOMEM) the arrays, 5 an argument,
 // 6 a variable, 7 bytes after the last, 8 the Landlock fd, 9 a sysctl (no
-// "=" in it, or past the end). Everything the message says is checked
+// "=" in it, or past the end), 10 the preserved fds. Everything the message says is checked
 // against its size; the counts of groups and rlimits against their arrays
 // (1).
 int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, long *detail) {
@@ -104,6 +105,11 @@ int ward_unpack_gate(char *buf, size_t n, int landlock_fd, struct ward_gate *g, 
 	if (g->nfilters < 0 || g->nfilters > WARD_MAX_FILTERS || pk.argc < 1 || pk.envc < 0 || pk.argc > MAX_STRINGS ||
 	    pk.envc > MAX_STRINGS || pk.sysctlc < 0 || pk.sysctlc > MAX_STRINGS || g->ngroups < 0 ||
 	    g->ngroups > WARD_MAX_GROUPS || g->nrlimits < 0 || g->nrlimits > WARD_MAX_RLIMITS)
+		return -EBADMSG;
+	// Preserved fds are above the protocol socket, and few.
+	*detail = 10;
+	if (g->npreserve < 0 || g->npreserve > WARD_MAX_PRESERVE ||
+	    (g->npreserve > 0 && (g->preserve_fd <= WARD_PROTO_FD || g->preserve_fd > INT32_MAX - WARD_MAX_PRESERVE)))
 		return -EBADMSG;
 	*detail = 2;
 	for (int i = 0; i < g->nfilters; i++) {

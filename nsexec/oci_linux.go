@@ -43,6 +43,10 @@ func Create(spec *Spec, fifo string, stdio Stdio, opt Options) (int, error) {
 	defer report.Close()
 	files := Files{list: append([]*os.File{}, opt.Files...)}
 	spec.OCI, spec.StartFD, spec.ReportFD = true, files.Add(start), files.Add(theirs)
+	spec.PreserveFD, spec.PreserveFDs = files.Next(), len(stdio.Preserve)
+	for _, f := range stdio.Preserve {
+		files.Add(f)
+	}
 	spec.RuntimeHooks = opt.Hooks != nil
 	opt.Files, opt.OCI, opt.Session = files.List(), true, false
 	sb, err := Start(spec, stdio, opt)
@@ -154,6 +158,9 @@ func Join(spec *Spec, pid int, cgroupProcs []*os.File, stdio Stdio) (int, error)
 		nns++
 	}
 	spec.CgroupFDs = len(cgroupProcs)
+	// The preserved files follow the namespaces' (ExtraFiles[i] is fd 3+i).
+	spec.PreserveFD, spec.PreserveFDs = 3+len(files), len(stdio.Preserve)
+	files = append(files, stdio.Preserve...)
 	gate, err := packGate(spec)
 	if err != nil {
 		return 0, err

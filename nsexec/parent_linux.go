@@ -41,6 +41,9 @@ type Stdio struct {
 	// Join), once, before they return; it owns the file. Its error fails
 	// the setup.
 	Console func(master *os.File) error
+	// Preserve (OCI, Create and Join: --preserve-fds) are files the
+	// program gets as its fds 3, 4, ... in order (Spec.PreserveFDs).
+	Preserve []*os.File
 }
 
 // Options say how to clone the init.

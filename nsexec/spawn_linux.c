@@ -94,8 +94,9 @@ static void __attribute__((noreturn)) fail(struct ward_gate *g, struct ward_repo
 	__builtin_unreachable();
 }
 
-// close_all_but closes every fd from 3 up but those in keep (n of them).
-static long close_all_but(int *keep, int n) {
+// close_all_but closes every fd from 3 up but those in keep (n of them)
+// and the range lo..lo+cnt-1 (the preserved fds; cnt 0: none).
+static long close_all_but(int *keep, int n, int lo, int cnt) {
 	// Sort the few fds to keep, then close the gaps between them.
 	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
@@ -104,13 +105,23 @@ static long close_all_but(int *keep, int n) {
 			keep[j - 1] = x;
 		}
 	unsigned int from = 3;
-	for (int i = 0; i < n; i++) {
-		if (keep[i] < (int)from) continue;
-		if (keep[i] > (int)from) {
-			long e = sys(SYS_close_range, from, keep[i] - 1, 0, 0, 0);
+	for (int i = 0;;) {
+		// The next kept span: the lower of keep[i] and the range.
+		long a, b;
+		if (i < n && (cnt <= 0 || keep[i] < lo)) {
+			a = b = keep[i++];
+		} else if (cnt > 0) {
+			a = lo, b = (long)lo + cnt - 1;
+			cnt = 0;
+		} else {
+			break;
+		}
+		if (b < (long)from) continue;
+		if (a > (long)from) {
+			long e = sys(SYS_close_range, from, a - 1, 0, 0, 0);
 			if (e < 0) return e;
 		}
-		from = keep[i] + 1;
+		from = (unsigned int)b + 1;
 	}
 	return sys(SYS_close_range, from, ~0U, 0, 0, 0);
 }
@@ -172,7 +183,7 @@ static void step_stdio(struct ward_gate *g, struct ward_report *r, const struct 
 	if (g->start_fd >= 0) keep[nkeep++] = g->start_fd;
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	keep[nkeep++] = g->report_fd;
-	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
+	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep, g->preserve_fd, g->npreserve), -3);
 	// The init's handlers mean nothing here: default dispositions
 	// (an ignored SIGXFSZ when there is a file size limit).
 	for (int s = 1; s < 65; s++) {
@@ -272,7 +283,7 @@ static void step_release(struct ward_gate *g, struct ward_report *r, const struc
 	keep[nkeep++] = g->report_fd;
 	if (g->landlock_fd >= 0) keep[nkeep++] = g->landlock_fd;
 	if (g->start_fd >= 0) keep[nkeep++] = g->start_fd;
-	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep), -3);
+	CHECK(WARD_STEP_STDIO, close_all_but(keep, nkeep, g->preserve_fd, g->npreserve), -3);
 }
 
 // enter-user-namespace: under an unprivileged caller the init runs as the
@@ -582,6 +593,42 @@ static void step_seccomp_early(struct ward_gate *g, struct ward_report *r, const
 	g->nfilters = 0; // loaded
 }
 
+// preserve-fds (OCI --preserve-fds; untimed): the caller's fds, inherited
+// at preserve_fd.., become 3..3+npreserve-1 without close-on-exec, and
+// nothing else of ward's stays open but the report socket (close-on-exec,
+// moved above them). After the exec fifo (its open is done) and before
+// seccomp, whose filter may deny the calls made here (runc, too, has the
+// fds in place before its filter loads); seccomp's listener, if any, then
+// takes a free number and is closed before exec.
+static void step_preserve_fds(struct ward_gate *g, struct ward_report *r, const struct ward_report *early) {
+	(void)early;
+	int n = g->npreserve;
+	if (n <= 0) return;
+	// Above the targets, the preserved fds and the report socket (if
+	// still open: create's closes at start): the report socket first,
+	// then a copy of each preserved fd above it.
+	long base = g->preserve_fd + n;
+	if (3 + n > base) base = 3 + n;
+	if (g->report_fd >= base) base = g->report_fd + 1;
+	long low = base, tmp; // everything below low goes
+	if (g->report_fd >= 0) {
+		CHECK(WARD_STEP_STDIO, low = sys(SYS_fcntl, g->report_fd, F_DUPFD_CLOEXEC, base, 0, 0), -4);
+		g->report_fd = (int)low;
+		low++;
+	}
+	for (int i = 0; i < n; i++) {
+		CHECK(WARD_STEP_STDIO, tmp = sys(SYS_fcntl, g->preserve_fd + i, F_DUPFD_CLOEXEC, low, 0, 0), -5);
+		// Everything from low up was free: the copies are in order.
+		if (tmp != low + i) fail(g, r, WARD_REPORT_ERROR, WARD_STEP_STDIO, -EBADF, -5);
+	}
+	// The originals and the old report socket go; then each copy
+	// onto its number (dup3: not close-on-exec), and the copies go.
+	long below = g->report_fd >= 0 ? g->report_fd : low;
+	CHECK(WARD_STEP_STDIO, sys(SYS_close_range, 3, below - 1, 0, 0, 0), -6);
+	for (int i = 0; i < n; i++) CHECK(WARD_STEP_STDIO, sys(SYS_dup3, low + i, 3 + i, 0, 0, 0), -7);
+	CHECK(WARD_STEP_STDIO, sys(SYS_close_range, low, ~0U, 0, 0, 0), -8);
+}
+
 // exec: as a shell finds a command (glibc's execvp): a name with a slash
 // as is, else each directory of PATH (an empty one is "."); EACCES when it
 // was found only without execute permission, ENOENT when nowhere. ENOEXEC
@@ -650,6 +697,7 @@ static const struct {
 	{WARD_STEP_LANDLOCK, step_landlock},
 	{WARD_STEP_WORKDIR, step_workdir},
 	{-1, step_wait_start}, // untimed: it waits for start
+	{-1, step_preserve_fds},
 	{WARD_STEP_SECCOMP, step_seccomp},
 };
 

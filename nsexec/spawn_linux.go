@@ -97,6 +97,9 @@ func buildGate(spec *Spec) (*C.struct_ward_gate, func(), *SetupError) {
 		g.keep_cgroupns = 1
 	}
 	g.landlock_fd = -1 // the init's ruleset, which it fills in
+	if spec.PreserveFDs > 0 {
+		g.preserve_fd, g.npreserve = C.int(spec.PreserveFD), C.int(spec.PreserveFDs)
+	}
 	if c := spec.Caps; c != nil {
 		g.oci_caps = 1
 		g.cap_bounding, g.cap_effective, g.cap_permitted = C.uint64_t(c[0]), C.uint64_t(c[1]), C.uint64_t(c[2])
@@ -176,8 +179,10 @@ func gateError(spec *Spec, step int, errno syscall.Errno, detail int64) *SetupEr
 	switch step {
 	case C.WARD_STEP_STDIO:
 		what = fmt.Sprintf("set up fd %d", detail)
-		if detail < 0 {
+		if detail == -3 {
 			what = "close the inherited fds"
+		} else if detail < -3 {
+			what = "move the preserved fds into place (--preserve-fds)"
 		}
 	case C.WARD_STEP_FORK:
 		what = fmt.Sprintf("take the config (detail %d)", detail)

@@ -12,6 +12,7 @@
 #define WARD_JOIN_ARG "join"  // argv[1]: "ward join N M" runs a command in an OCI container (ward-oci exec)
 #define WARD_PROTO_FD 3       // the init's protocol socket (to the parent)
 #define WARD_CGROUP_FD0 4     // the first of N cgroup.procs fds (ward init N)
+#define WARD_MAX_PRESERVE 4096 // at most this many --preserve-fds
 #define WARD_EXIT_SETUP 71    // a setup step failed
 
 // The steps of the child, in order: X(id, name). The name is what the
@@ -120,6 +121,10 @@ struct ward_gate {
 	uint32_t groups[WARD_MAX_GROUPS];
 	int nrlimits; // set after ward's own, in order
 	struct ward_rlimit rlimits[WARD_MAX_RLIMITS];
+	// OCI (--preserve-fds): the caller's fds, inherited at
+	// preserve_fd..preserve_fd+npreserve-1, become the program's fds
+	// 3..3+npreserve-1 (step_preserve_fds); npreserve 0: none.
+	int preserve_fd, npreserve;
 	int notify;      // load the one filter with a listener and send it
 	int nfilters;
 	uint16_t filter_len[WARD_MAX_FILTERS];

@@ -154,6 +154,12 @@ type Spec struct {
 	// forks the program's process and writes the program's exit record
 	// (ExitRecord's JSON) to this fd when it is reaped.
 	ExitFD int `json:"exit_fd,omitempty"`
+	// PreserveFDs (OCI, --preserve-fds), when above 0: the init's fds
+	// PreserveFD..PreserveFD+PreserveFDs-1 (ward join's, for exec) become
+	// the program's 3..3+PreserveFDs-1 as it execs; nothing else of
+	// ward's stays open.
+	PreserveFD  int `json:"preserve_fd,omitempty"`
+	PreserveFDs int `json:"preserve_fds,omitempty"`
 	// Console (OCI: process.terminal): the program's process allocates a
 	// pty from the container's devpts, makes the slave its stdio and
 	// controlling terminal, and sends the master up (Stdio.Console), of

@@ -490,16 +490,80 @@ static void test_step_names(void) {
 	EXPECT(ward_step_name(-1) == NULL && ward_step_name(WARD_NSTEPS) == NULL, "out of range");
 }
 
+// test_preserve_bounds: the preserved fds' count and first fd are checked
+// (detail 10).
+static void test_preserve_bounds(void) {
+	const struct {
+		int fd, n, ok;
+	} cases[] = {{0, 0, 1}, {20, 2, 1}, {4, WARD_MAX_PRESERVE, 1}, {3, 1, 0}, {-1, 1, 0}, {20, -1, 0}, {20, WARD_MAX_PRESERVE + 1, 0}, {INT32_MAX - 1, 2, 0}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ward_gate in = sample();
+		in.preserve_fd = cases[i].fd;
+		in.npreserve = cases[i].n;
+		size_t n;
+		char *msg = ward_pack_gate(&in, &n);
+		if (!msg) abort();
+		struct ward_gate out;
+		long detail;
+		int e = ward_unpack_gate(msg, n, -1, &out, &detail);
+		if (cases[i].ok) {
+			EXPECT(e == 0 && out.preserve_fd == cases[i].fd && out.npreserve == cases[i].n, "case %zu: %d (detail %ld)", i, e, detail);
+			if (e == 0) ward_unpack_free(&out);
+		} else {
+			EXPECT(e == -EBADMSG && detail == 10, "case %zu: %d (detail %ld), want -EBADMSG, 10", i, e, detail);
+		}
+		free(msg);
+	}
+}
+
+// test_preserve_fds: two pipes inherited at fds 20 and 21 become the
+// program's 3 and 4, and nothing else stays open: not fd 5 (a decoy the
+// process inherits), not the report socket.
+static void test_preserve_fds(void) {
+	static char *const argv[] = {"sh", "-c", "echo x >&3; echo y >&4; if [ -e /proc/self/fd/5 ]; then echo leak >&3; fi", NULL};
+	struct ward_gate g = true_gate("/bin/sh");
+	g.argv = argv;
+	int p[2][2], sv[2];
+	for (int i = 0; i < 2; i++) {
+		if (pipe(p[i]) < 0 || dup2(p[i][1], 20 + i) < 0) abort();
+		close(p[i][1]);
+	}
+	int decoy = open("/dev/null", O_RDONLY);
+	if (decoy < 0 || dup2(decoy, 5) < 0) abort();
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) abort();
+	g.report_fd = sv[1];
+	g.preserve_fd = 20;
+	g.npreserve = 2;
+	int pid = ward_spawn(&g);
+	close(sv[1]);
+	close(20);
+	close(21);
+	close(5);
+	close(decoy);
+	EXPECT(pid > 0, "ward_spawn: %d", pid);
+	if (pid > 0) expect_run("preserve", sv[0], pid, WARD_REPORT_TIMINGS, WARD_STEP_EXEC, 0, 0);
+	const char *want[2] = {"x\n", "y\n"};
+	for (int i = 0; i < 2; i++) {
+		char buf[64];
+		ssize_t n = read(p[i][0], buf, sizeof(buf) - 1);
+		buf[n < 0 ? 0 : n] = 0;
+		EXPECT(strcmp(buf, want[i]) == 0, "fd %d got %s", 3 + i, buf);
+		close(p[i][0]);
+	}
+}
+
 int main(void) {
 	test_step_names();
 	test_round_trip();
 	test_sysctl_round_trip();
 	test_malformed();
+	test_preserve_bounds();
 	if (geteuid() == 0) {
 		// The program's process drops root's privileges: as anyone else,
 		// its first privileged step fails instead.
 		test_spawn();
 		test_console();
+		test_preserve_fds();
 		test_early_child();
 		test_userns_child();
 	} else {

@@ -131,6 +131,9 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	launch.Spec.CgroupFDs, launch.Opt.Files = len(procs), files.List()
 	launch.Opt.Hooks = e.runtimeHooks(c, st, &hookErr)
 	stdio := nsexec.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Console: f.takeConsole}
+	if err := preserve(launch.Spec, &stdio, f.preserveFDs, true); err != nil {
+		return nil, err
+	}
 	pid, err := nsexec.Create(launch.Spec, fifo, stdio, launch.Opt)
 	if err != nil {
 		return nil, err

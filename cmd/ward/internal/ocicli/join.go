@@ -57,8 +57,8 @@ func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Proc
 // pid file and returns; else it waits for the command, as its subreaper,
 // and exits with its status.
 func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
-	if len(f.caps) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 || f.preserveFDs > 0 {
-		return errors.New("exec: --cap, --apparmor, --process-label, --cgroup and --preserve-fds are not supported yet")
+	if len(f.caps) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 {
+		return errors.New("exec: --cap, --apparmor, --process-label and --cgroup are not supported yet")
 	}
 	c, err := oci.Spec(st.Config, oci.SpecOptions{ID: st.ID, Bundle: st.Bundle})
 	if err != nil {
@@ -101,6 +101,10 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 		defer m.Close()
 		return oci.SendConsole(f.consoleSocket, m)
 	}}
+	// As runc's exec: --preserve-fds only, no socket activation's fds.
+	if err := preserve(spec, &stdio, f.preserveFDs, false); err != nil {
+		return err
+	}
 	pid, err := nsexec.Join(spec, st.InitPid, procs, stdio)
 	if err != nil {
 		if master != nil {
