@@ -135,12 +135,23 @@ func TestOCIPidfdSocket(t *testing.T) {
 // once it started) and fails the test unless it exits 0.
 func (e *ociEnv) runExtra(extra []*os.File, args ...string) {
 	e.t.Helper()
+	e.runExtraEnv(extra, "", args...)
+}
+
+// runExtraEnv is runExtra with the variables env ("K=V K=V", shell
+// words, expanded where ward-oci's shell's $$ is ward-oci's pid) set.
+func (e *ociEnv) runExtraEnv(extra []*os.File, env string, args ...string) {
+	e.t.Helper()
 	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer out.Close()
 	cmd := exec.Command(e.bin, append([]string{"--root", e.root}, args...)...)
+	if env != "" {
+		// exec keeps the shell's pid: $$ is ward-oci's.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", env + ` exec "$0" "$@"`, e.bin, "--root", e.root}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = out, out, extra
 	err = cmd.Start()
 	for _, f := range extra {
@@ -183,24 +194,59 @@ func readAll(t *testing.T, r []*os.File) []string {
 	return out
 }
 
-// TestOCIPreserveFDsCreate: create --preserve-fds 2 with two pipes as
-// ward-oci's fds 3 and 4: the program writes into both, and has no fd 5.
+// TestOCIPreserveFDsCreate: create --preserve-fds 2 with pipes as
+// ward-oci's fds 3, 4 and 5: the program writes into 3 and 4, and has no
+// fd 5;
+// also with ward.report (the init stays as PID 1 and forks the program,
+// which loads its seccomp profile with a listener).
 func TestOCIPreserveFDsCreate(t *testing.T) {
+	const prog = `echo a >&3; echo b >&4; if [ -e /proc/self/fd/5 ]; then echo fd5 >&3; fi`
+	for _, report := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report=%v", report), func(t *testing.T) {
+			e := newOCIEnv(t)
+			if report {
+				e.reportConfig("f1", filepath.Join(t.TempDir(), "report.json"), "sh", "-c", prog)
+			} else {
+				e.config("f1", "sh", "-c", prog)
+			}
+			// A third pipe at ward-oci's fd 5, not preserved: the
+			// program must not have it.
+			r, w := pipes(t, 3)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			e.runExtra(w, "create", "--bundle", e.bundle, "--pid-file", pidFile, "--preserve-fds", "2", "f1")
+			pid := readPid(t, pidFile)
+			t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
+			e.must(nil, "start", "f1")
+			if ws := reapPid(pid); ws.ExitStatus() != 0 {
+				t.Errorf("the program exited %v, want 0", ws)
+			}
+			if got := readAll(t, r); got[0] != "a\n" || got[1] != "b\n" || got[2] != "" {
+				t.Errorf("fd 3, 4 and 5 got %q, want \"a\\n\", \"b\\n\" and nothing (no fd 5)", got)
+			}
+			e.must(nil, "delete", "f1")
+		})
+	}
+}
+
+// TestOCIPreserveFDsListen: as runc, create passes the socket activation's
+// fds ($LISTEN_FDS of them from 3, $LISTEN_PID being ward-oci's pid) before
+// the preserved ones, and sets LISTEN_FDS and LISTEN_PID=1 for the program.
+func TestOCIPreserveFDsListen(t *testing.T) {
 	e := newOCIEnv(t)
-	e.config("f1", "sh", "-c", `echo a >&3; echo b >&4; if [ -e /proc/self/fd/5 ]; then echo fd5 >&3; fi`)
+	e.config("f3", "sh", "-c", `echo l >&3; echo p >&4; echo "$LISTEN_FDS $LISTEN_PID" >&3; if [ -e /proc/self/fd/5 ]; then echo fd5 >&3; fi`)
 	r, w := pipes(t, 2)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	e.runExtra(w, "create", "--bundle", e.bundle, "--pid-file", pidFile, "--preserve-fds", "2", "f1")
+	e.runExtraEnv(w, `LISTEN_PID=$$ LISTEN_FDS=1`, "create", "--bundle", e.bundle, "--pid-file", pidFile, "--preserve-fds", "1", "f3")
 	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
-	e.must(nil, "start", "f1")
+	e.must(nil, "start", "f3")
 	if ws := reapPid(pid); ws.ExitStatus() != 0 {
 		t.Errorf("the program exited %v, want 0", ws)
 	}
-	if got := readAll(t, r); got[0] != "a\n" || got[1] != "b\n" {
-		t.Errorf("fd 3 and 4 got %q, want \"a\\n\" and \"b\\n\" (and no fd 5)", got)
+	if got := readAll(t, r); got[0] != "l\n1 1\n" || got[1] != "p\n" {
+		t.Errorf("fd 3 and 4 got %q, want \"l\\n1 1\\n\" and \"p\\n\" (and no fd 5)", got)
 	}
-	e.must(nil, "delete", "f1")
+	e.must(nil, "delete", "f3")
 }
 
 // TestOCIPreserveFDsExec: exec --preserve-fds 1 with a pipe as ward-oci's
