@@ -84,6 +84,9 @@ func TestOCIPidfdSocket(t *testing.T) {
 	if m.err != nil {
 		t.Fatalf("create's pidfd socket: %v", m.err)
 	}
+	if m.name != "standard" {
+		t.Errorf("create's pidfd came with %q, want runc's \"standard\"", m.name)
+	}
 	if got := pidfdPid(t, m.master); got != pid {
 		t.Errorf("create sent a pidfd of %d, want the container's process %d", got, pid)
 	}
@@ -102,6 +105,9 @@ func TestOCIPidfdSocket(t *testing.T) {
 	m = <-ch
 	if m.err != nil {
 		t.Fatalf("exec's pidfd socket: %v", m.err)
+	}
+	if m.name != "setns" {
+		t.Errorf("exec's pidfd came with %q, want runc's \"setns\"", m.name)
 	}
 	if got := pidfdPid(t, m.master); got != epid {
 		t.Errorf("exec sent a pidfd of %d, want the command %d", got, epid)

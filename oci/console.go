@@ -55,14 +55,19 @@ func (s *FDSocket) Close() error { return s.c.Close() }
 
 // SendPidfd sends a pidfd of process pid as runc 1.2 does for
 // --pidfd-socket: the same single sendmsg as SendConsole's, its payload
-// the name "pidfd". The pidfd is opened here and closed once sent.
-func (s *FDSocket) SendPidfd(pid int) error {
+// runc's: "standard" for a container's process, "setns" for an exec'd
+// command (exec true). The pidfd is opened here and closed once sent.
+func (s *FDSocket) SendPidfd(pid int, exec bool) error {
+	name := "standard"
+	if exec {
+		name = "setns"
+	}
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return fmt.Errorf("%s %s: pidfd_open %d: %w", s.what, s.path, pid, err)
 	}
 	defer unix.Close(fd)
-	return s.send("pidfd", fd)
+	return s.send(name, fd)
 }
 
 // send sends fd with payload name in one sendmsg.

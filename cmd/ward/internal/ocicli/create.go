@@ -148,7 +148,7 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		return nil, err
 	}
 	if pidfdSock != nil {
-		if err := pidfdSock.SendPidfd(pid); err != nil {
+		if err := pidfdSock.SendPidfd(pid, false); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			return nil, err
 		}

@@ -113,7 +113,7 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 		return err
 	}
 	if pidfdSock != nil {
-		if err := pidfdSock.SendPidfd(pid); err != nil {
+		if err := pidfdSock.SendPidfd(pid, true); err != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
 			if master != nil {
 				master.Close()
