@@ -271,3 +271,18 @@ func TestOCIPreserveFDsExec(t *testing.T) {
 	reapPid(pid)
 	e.gone("f2", pid)
 }
+
+// TestOCIPreserveFDsNotPassed: --preserve-fds naming an fd the caller did
+// not pass is an error naming it, whatever ward-oci itself has open at that
+// number by then, and no container is made.
+func TestOCIPreserveFDsNotPassed(t *testing.T) {
+	e := newOCIEnv(t)
+	e.config("np", "true")
+	r := e.run(nil, "create", "--bundle", e.bundle, "--preserve-fds", "3", "np")
+	if r.code == 0 || !strings.Contains(r.stderr, "--preserve-fds 3: fd 3") {
+		t.Errorf("create --preserve-fds 3 with no fd 3 passed: %+v, want an error naming fd 3", r)
+	}
+	if s := e.run(nil, "state", "np"); s.code == 0 {
+		t.Errorf("state after the failed create: %+v, want no container", s)
+	}
+}

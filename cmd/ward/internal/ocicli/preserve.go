@@ -31,6 +31,9 @@ func preservedFiles(n int, listen bool) (files []*os.File, env []string, err err
 				return nil, nil, fmt.Errorf("LISTEN_FDS %d and --preserve-fds %d: more than %d fds", l, n, maxPreserve)
 			}
 			for fd := 3; fd < 3+l; fd++ {
+				if err := inherited(fd); err != nil {
+					return nil, nil, fmt.Errorf("LISTEN_FDS %d: %w", l, err)
+				}
 				files = append(files, os.NewFile(uintptr(fd), "LISTEN_FD_"+strconv.Itoa(fd)))
 			}
 			env = []string{"LISTEN_FDS=" + strconv.Itoa(l), "LISTEN_PID=1"}
@@ -38,8 +41,8 @@ func preservedFiles(n int, listen bool) (files []*os.File, env []string, err err
 		}
 	}
 	for fd := base; fd < base+n; fd++ {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			return nil, nil, fmt.Errorf("--preserve-fds %d: fd %d: %w", n, fd, err)
+		if err := inherited(fd); err != nil {
+			return nil, nil, fmt.Errorf("--preserve-fds %d: %w", n, err)
 		}
 		files = append(files, os.NewFile(uintptr(fd), "PreserveFD:"+strconv.Itoa(fd)))
 	}
@@ -55,5 +58,22 @@ func preserve(spec *nsexec.Spec, stdio *nsexec.Stdio, n int, listen bool) error 
 	}
 	stdio.Preserve = files
 	spec.Env = append(append([]string{}, spec.Env...), env...)
+	return nil
+}
+
+// inherited checks that fd is one ward-oci got from its caller: open, and
+// without FD_CLOEXEC. An fd that crossed ward-oci's own exec cannot have
+// that flag; every fd ward-oci (Go) opens itself has it. So a caller that
+// names an fd it did not pass gets an error, never one of ward-oci's own
+// (its log, the state directory, the rootfs's clone) in the container,
+// where runc would pass whatever it has at that number.
+func inherited(fd int) error {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil {
+		return fmt.Errorf("fd %d: %w", fd, err)
+	}
+	if flags&unix.FD_CLOEXEC != 0 {
+		return fmt.Errorf("fd %d: not passed to ward-oci (it is ward-oci's own)", fd)
+	}
 	return nil
 }
