@@ -18,27 +18,6 @@ import (
 // ward-oci's cgroup commands: update, events, ps's table, and the device
 // rules (v1's device controller, v2's eBPF program), on the host's layout.
 
-// patch edits config.json (written by config first).
-func (e *ociEnv) patch(edit func(c map[string]any)) {
-	e.t.Helper()
-	path := filepath.Join(e.bundle, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		e.t.Fatal(err)
-	}
-	edit(c)
-	if b, err = json.Marshal(c); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
 // applets links more of busybox's applets into the rootfs.
 func (e *ociEnv) applets(names ...string) {
 	e.t.Helper()
@@ -290,7 +269,7 @@ func TestOCIDeviceRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := "dev-" + tc.name
 			e.config(id, "sh", "-c", "(exec 3</dev/wardtest) && echo opened; (exec 4</dev/null) && echo null")
-			e.patch(func(c map[string]any) {
+			e.edit(func(c map[string]any) {
 				c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/dev/wardtest", "type": "bind", "source": node, "options": []string{"bind"}})
 				res := c["linux"].(map[string]any)["resources"].(map[string]any)
 				rules := []any{map[string]any{"allow": false, "access": "rwm"}}
@@ -325,7 +304,7 @@ func TestOCIEventsOOM(t *testing.T) {
 	e := newOCIEnv(t)
 	e.applets("head", "tr")
 	e.config("oom1", "sleep", "1000")
-	e.patch(func(c map[string]any) {
+	e.edit(func(c map[string]any) {
 		c["linux"].(map[string]any)["resources"].(map[string]any)["memory"] = map[string]any{"limit": 32 << 20, "swap": 32 << 20}
 	})
 	pid := e.create("oom1", nil)
@@ -376,7 +355,7 @@ func TestOCIEventsOOM(t *testing.T) {
 func TestOCISystemdCgroup(t *testing.T) {
 	e := newOCIEnv(t)
 	e.config("sd1", "sleep", "1000")
-	e.patch(func(c map[string]any) { delete(c["linux"].(map[string]any), "cgroupsPath") })
+	e.edit(func(c map[string]any) { delete(c["linux"].(map[string]any), "cgroupsPath") })
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	r := e.run(nil, "--systemd-cgroup", "create", "--bundle", e.bundle, "--pid-file", pidFile, "sd1")
 	if fi, err := os.Stat("/run/systemd/private"); err != nil || fi.Mode()&os.ModeSocket == 0 {

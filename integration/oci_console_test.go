@@ -103,24 +103,11 @@ func readPty(m *os.File) string {
 // the busybox applets the tests run.
 func (e *ociEnv) terminal(on bool) {
 	e.t.Helper()
-	path := filepath.Join(e.bundle, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		e.t.Fatal(err)
-	}
-	p := c["process"].(map[string]any)
-	p["terminal"] = on
-	p["consoleSize"] = map[string]any{"height": 33, "width": 101}
-	if b, err = json.Marshal(c); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	e.edit(func(c map[string]any) {
+		p := c["process"].(map[string]any)
+		p["terminal"] = on
+		p["consoleSize"] = map[string]any{"height": 33, "width": 101}
+	})
 	for _, a := range []string{"tty", "stty", "stat"} {
 		if err := os.Symlink("busybox", filepath.Join(e.bundle, "rootfs", "bin", a)); err != nil && !errors.Is(err, os.ErrExist) {
 			e.t.Fatal(err)

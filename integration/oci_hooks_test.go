@@ -91,25 +91,12 @@ func failing(pidFile string) map[string]any {
 func (e *hookEnv) configure(id string, hooks map[string]any, args ...string) {
 	e.t.Helper()
 	e.config(id, args...)
-	path := filepath.Join(e.bundle, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		e.t.Fatal(err)
-	}
-	c["hooks"] = hooks
-	c["annotations"] = map[string]string{"org.example.test": "hooks"}
-	c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/out", "type": "bind",
-		"source": filepath.Dir(e.log), "options": []string{"rbind", "rw"}})
-	if b, err = json.Marshal(c); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	e.edit(func(c map[string]any) {
+		c["hooks"] = hooks
+		c["annotations"] = map[string]string{"org.example.test": "hooks"}
+		c["mounts"] = append(c["mounts"].([]any), map[string]any{"destination": "/out", "type": "bind",
+			"source": filepath.Dir(e.log), "options": []string{"rbind", "rw"}})
+	})
 }
 
 // hookLine is one line of the log.

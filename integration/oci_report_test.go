@@ -37,7 +37,7 @@ type ociReport struct {
 func (e *ociEnv) reportConfig(id, report string, args ...string) {
 	e.t.Helper()
 	e.config(id, args...)
-	e.patch(func(c map[string]any) {
+	e.edit(func(c map[string]any) {
 		c["annotations"] = map[string]any{"ward.report": report}
 		l := c["linux"].(map[string]any)
 		l["resources"] = map[string]any{"pids": map[string]any{"limit": 64}}
@@ -206,7 +206,7 @@ func TestOCIReportRun(t *testing.T) {
 	e := newOCIEnv(t)
 	report := filepath.Join(t.TempDir(), "report.json")
 	e.reportConfig("r5", report, "sh", "-c", "exit 5")
-	e.patch(func(c map[string]any) { delete(c["linux"].(map[string]any), "seccomp") })
+	e.edit(func(c map[string]any) { delete(c["linux"].(map[string]any), "seccomp") })
 	if r := e.run(nil, "run", "--bundle", e.bundle, "r5"); r.code != 5 {
 		t.Fatalf("run: %+v, want exit 5", r)
 	}
