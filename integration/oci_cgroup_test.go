@@ -206,11 +206,7 @@ func TestOCIRunDetach(t *testing.T) {
 	e.config("rd1", "sleep", "1000")
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	e.must(nil, "run", "--detach", "--bundle", e.bundle, "--pid-file", pidFile, "rd1")
-	b, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatalf("pid file %q", b)
-	}
+	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
 	if st, spid := e.status("rd1"); st != "running" || spid != pid {
 		t.Errorf("after run --detach: %s, pid %d; want running, %d", st, spid, pid)

@@ -132,11 +132,7 @@ func TestOCIConsoleCreate(t *testing.T) {
 	sock, ch := consoleSocket(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	e.must(nil, "create", "--bundle", e.bundle, "--console-socket", sock, "--pid-file", pidFile, "t1")
-	b, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatalf("pid file %q", b)
-	}
+	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
 	m := e.master(ch)
 	e.must(nil, "start", "t1")
@@ -182,11 +178,7 @@ func TestOCIConsoleRunDetach(t *testing.T) {
 	sock, ch := consoleSocket(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	e.must(nil, "run", "--detach", "--bundle", e.bundle, "--console-socket", sock, "--pid-file", pidFile, "t5")
-	b, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatalf("pid file %q", b)
-	}
+	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
 	out := readPty(e.master(ch))
 	if ws := reapPid(pid); !ws.Exited() || ws.ExitStatus() != 3 {

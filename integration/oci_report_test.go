@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -230,11 +229,7 @@ func TestOCIReportConsole(t *testing.T) {
 	sock, ch := consoleSocket(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	e.must(nil, "create", "--bundle", e.bundle, "--console-socket", sock, "--pid-file", pidFile, "r6")
-	b, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatalf("pid file %q", b)
-	}
+	pid := readPid(t, pidFile)
 	t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL); reapPid(pid) })
 	m := e.master(ch)
 	e.must(nil, "start", "r6")
