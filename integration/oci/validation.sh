@@ -48,18 +48,22 @@ for tool in go make tar unshare timeout; do
 done
 
 # The cgroups the suite asks its containers for (runtime-tools' cgroups
-# package): absolute /cgrouptest, relative testdir/cgrouptest/container.
+# package): absolute /cgrouptest, relative testdir/cgrouptest/container,
+# which a runtime may put below its own cgroup (ward-oci) or at the
+# hierarchy's root (runc 1.1 in v1's memory hierarchy, where this
+# machine's own cgroup is not the root): both are listed.
 cgroup_dirs() {
 	local h own
 	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
 		[ -d "$h" ] && [ ! -L "$h" ] && [ -e "$h/cgroup.procs" ] || continue
 		echo "$h/cgrouptest"
+		echo "$h/testdir"
 		if [ "$h" = /sys/fs/cgroup ] || [ "$h" = /sys/fs/cgroup/unified ]; then
 			own=$(sed -n 's/^0:://p' /proc/self/cgroup)
 		else
 			own=$(awk -F: -v c="${h##*/}" '{n=split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c || a[i] == "name=" c) print $3}' /proc/self/cgroup)
 		fi
-		[ -n "$own" ] && echo "$h${own%/}/testdir"
+		[ -n "$own" ] && [ "$own" != / ] && echo "$h${own%/}/testdir"
 	done
 }
 # Only the cgroup programs make them: a run of others (ONLY) neither
