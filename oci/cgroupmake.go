@@ -10,14 +10,14 @@ import (
 	"strings"
 )
 
-// MakeCgroup makes the container's cgroup (cg, relative to the cgroup file
-// system's root: in the v2 tree, or in every v1 hierarchy), writes the
-// resources' files, and opens its cgroup.procs files for writing: the
-// container's process writes itself into them before it runs anything of
-// the program's. On error what it made is removed.
-func (s *Store) MakeCgroup(cg string, r *Resources) (procs []*os.File, err error) {
-	cg = cleanCgroupPath(cg)
-	if cg == "" {
+// MakeCgroup makes the container's cgroup (st's: in the v2 tree, or in
+// every v1 hierarchy, PlaceCgroup), writes the resources' files, and opens
+// its cgroup.procs files for writing: the container's process writes
+// itself into them before it runs anything of the program's. On error
+// what it made is removed.
+func (s *Store) MakeCgroup(st *State, r *Resources) (procs []*os.File, err error) {
+	locs := s.cgroupLocs(st)
+	if len(locs) == 0 {
 		return nil, errors.New("no cgroup path")
 	}
 	unified := s.unified()
@@ -31,63 +31,44 @@ func (s *Store) MakeCgroup(cg string, r *Resources) (procs []*os.File, err error
 				f.Close()
 			}
 			procs = nil
-			_ = s.removeCgroup(cg)
+			_ = s.removeCgroup(st)
 		}
 	}()
-	var roots []string
-	if unified {
-		roots = []string{s.cgroupRoot}
-	} else {
-		roots = s.v1Hierarchies()
-	}
-	for _, root := range roots {
-		if err := makeCgroupDir(root, cg, unified); err != nil {
+	for _, l := range locs {
+		if err := makeCgroupDir(l.root, l.path, unified); err != nil {
 			return procs, err
 		}
-		f, err := os.OpenFile(filepath.Join(root, cg, "cgroup.procs"), os.O_WRONLY, 0)
+		f, err := os.OpenFile(filepath.Join(l.dir(), "cgroup.procs"), os.O_WRONLY, 0)
 		if err != nil {
-			return procs, fmt.Errorf("cgroup %s: %w", filepath.Join(root, cg), err)
+			return procs, fmt.Errorf("cgroup %s: %w", l.dir(), err)
 		}
 		procs = append(procs, f)
 	}
-	if err := s.writeCgroupFiles(cg, files, unified); err != nil {
+	if err := s.writeCgroupFiles(st, files); err != nil {
 		return procs, err
 	}
 	if unified && len(r.Devices) > 0 {
-		if err := attachDeviceFilter(filepath.Join(s.cgroupRoot, cg), r.Devices); err != nil {
+		if err := attachDeviceFilter(locs[0].dir(), r.Devices); err != nil {
 			return procs, err
 		}
 	}
 	return procs, nil
 }
 
-// writeCgroupFiles writes the resources' files into the cgroup cg (in the
-// v2 tree, or in each file's v1 hierarchy): at create, and at update.
-func (s *Store) writeCgroupFiles(cg string, files []CgroupFile, unified bool) error {
+// writeCgroupFiles writes the resources' files into the container's
+// cgroup (in the v2 tree, or in each file's v1 hierarchy): at create, and
+// at update.
+func (s *Store) writeCgroupFiles(st *State, files []CgroupFile) error {
 	for _, f := range files {
-		dir := filepath.Join(s.cgroupRoot, cg)
-		if !unified {
-			dir = filepath.Join(s.cgroupRoot, f.Controller, cg)
+		l, ok := s.cgroupIn(st, f.Controller)
+		if !ok {
+			return errors.New("no cgroup path")
 		}
-		if err := writeCgroupFile(filepath.Join(dir, f.File), f.Value); err != nil {
+		if err := writeCgroupFile(filepath.Join(l.dir(), f.File), f.Value); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// v1Hierarchies are the v1 hierarchies under the cgroup root: each
-// directory (cpu and cpuacct are symlinks to cpu,cpuacct: once), but the
-// hybrid layout's v2 tree ("unified"), which ward leaves alone on v1.
-func (s *Store) v1Hierarchies() []string {
-	var out []string
-	ents, _ := os.ReadDir(s.cgroupRoot)
-	for _, e := range ents {
-		if e.IsDir() && e.Name() != "unified" {
-			out = append(out, filepath.Join(s.cgroupRoot, e.Name()))
-		}
-	}
-	return out
 }
 
 // makeCgroupDir makes root/cg and its parents. On v2 each parent passes
@@ -159,50 +140,84 @@ func writeCgroupFile(path, value string) error {
 }
 
 // OwnCgroup is this process's cgroup, relative to the cgroup file
-// system's root: v2's, or on v1 the pids hierarchy's (a relative
-// cgroupsPath is below it).
+// system's root: v2's, or on v1 the pids hierarchy's.
 func (s *Store) OwnCgroup() (string, error) {
-	b, err := os.ReadFile(filepath.Join(s.procRoot, "self", "cgroup"))
+	own, err := s.ownCgroups()
 	if err != nil {
 		return "", err
 	}
-	unified := s.unified()
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if (unified && parts[0] == "0") || (!unified && strings.Contains(","+parts[1]+",", ",pids,")) {
-			return parts[2], nil
-		}
+	if s.unified() {
+		return own[""], nil
 	}
-	return "", errors.New("own cgroup: not in /proc/self/cgroup")
+	if cg, ok := own[s.hierarchy("pids")]; ok {
+		return cg, nil
+	}
+	return "", errors.New("own cgroup: not in the pids hierarchy")
 }
 
 // OpenCgroupProcs opens the container's cgroup.procs files (the v2 tree's,
-// or every v1 hierarchy's that has it) for a command run in it.
-func (s *Store) OpenCgroupProcs(st *State) ([]*os.File, error) {
-	cg := cleanCgroupPath(st.CgroupPath)
-	if cg == "" {
-		return nil, nil
+// or every v1 hierarchy's that has it) for a command run in it. sub, from
+// exec's --cgroup, names an existing cgroup below the container's to run
+// it in instead: by controller (v1), or under "" for every hierarchy.
+func (s *Store) OpenCgroupProcs(st *State, sub map[string]string) (out []*os.File, err error) {
+	subs, err := s.subCgroups(sub)
+	if err != nil {
+		return nil, err
 	}
-	roots := []string{s.cgroupRoot}
-	if !s.unified() {
-		roots = s.v1Hierarchies()
-	}
-	var out []*os.File
-	for _, r := range roots {
-		f, err := os.OpenFile(filepath.Join(r, cg, "cgroup.procs"), os.O_WRONLY, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+	defer func() {
 		if err != nil {
 			for _, o := range out {
 				o.Close()
 			}
-			return nil, fmt.Errorf("cgroup %s: %w", filepath.Join(r, cg), err)
+			out = nil
+		}
+	}()
+	for _, l := range s.cgroupLocs(st) {
+		dir := l.dir()
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		p, ok := subs[filepath.Base(l.root)]
+		if !ok {
+			p = subs[""]
+		}
+		if p != "" {
+			dir = filepath.Join(dir, p)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			if p != "" && errors.Is(err, fs.ErrNotExist) {
+				return out, fmt.Errorf("--cgroup %s: no such cgroup below the container's: %s", p, dir)
+			}
+			return out, fmt.Errorf("cgroup %s: %w", dir, err)
 		}
 		out = append(out, f)
+	}
+	return out, nil
+}
+
+// subCgroups checks exec's --cgroup paths and keys them by hierarchy
+// (v1; a controller's name gives its hierarchy's): each path is below the
+// container's cgroup ("/" and ".." that would leave it are refused), and
+// cgroup v2, with one tree, takes no controller.
+func (s *Store) subCgroups(sub map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	for ctrl, p := range sub {
+		clean := cleanCgroupPath(p)
+		if clean == "" || strings.HasPrefix(filepath.Clean(p), "..") {
+			return nil, fmt.Errorf("--cgroup %q: want a cgroup below the container's", p)
+		}
+		switch {
+		case ctrl == "":
+		case s.unified():
+			return nil, fmt.Errorf("--cgroup %s:%s: cgroup v2 has one tree: give the path alone", ctrl, p)
+		default:
+			if _, err := os.Stat(filepath.Join(s.cgroupRoot, ctrl)); err != nil {
+				return nil, fmt.Errorf("--cgroup %s:%s: no cgroup v1 controller %q here", ctrl, p, ctrl)
+			}
+			ctrl = s.hierarchy(ctrl)
+		}
+		out[ctrl] = strings.TrimPrefix(clean, "/")
 	}
 	return out, nil
 }

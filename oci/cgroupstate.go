@@ -25,30 +25,39 @@ func (s *Store) unified() bool {
 
 // frozen says whether the container's cgroup is frozen (paused): v2's
 // cgroup.freeze is 1, v1's freezer.state FROZEN or FREEZING.
-func (s *Store) frozen(cg string) bool {
-	cg = cleanCgroupPath(cg)
-	if cg == "" {
+func (s *Store) frozen(st *State) bool {
+	l, ok := s.cgroupIn(st, "freezer")
+	if !ok {
 		return false
 	}
 	if s.unified() {
-		b, err := os.ReadFile(filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"))
+		b, err := os.ReadFile(filepath.Join(l.dir(), "cgroup.freeze"))
 		return err == nil && string(bytes.TrimSpace(b)) == "1"
 	}
-	b, err := os.ReadFile(filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"))
-	st := string(bytes.TrimSpace(b))
-	return err == nil && (st == "FROZEN" || st == "FREEZING")
+	b, err := os.ReadFile(filepath.Join(l.dir(), "freezer.state"))
+	v := string(bytes.TrimSpace(b))
+	return err == nil && (v == "FROZEN" || v == "FREEZING")
+}
+
+// freezeFile is the container's freezer file and the value that freezes
+// (freeze) or thaws it: v2's cgroup.freeze, v1's freezer.state.
+func (s *Store) freezeFile(st *State, freeze bool) (file, value string, ok bool) {
+	l, ok := s.cgroupIn(st, "freezer")
+	if !ok {
+		return "", "", false
+	}
+	if s.unified() {
+		return filepath.Join(l.dir(), "cgroup.freeze"), map[bool]string{true: "1", false: "0"}[freeze], true
+	}
+	return filepath.Join(l.dir(), "freezer.state"), map[bool]string{true: "FROZEN", false: "THAWED"}[freeze], true
 }
 
 // thaw unfreezes the container's cgroup (a frozen v1 task takes no signal,
 // not even SIGKILL, until then).
-func (s *Store) thaw(cg string) error {
-	cg = cleanCgroupPath(cg)
-	if cg == "" {
+func (s *Store) thaw(st *State) error {
+	p, v, ok := s.freezeFile(st, false)
+	if !ok {
 		return nil
-	}
-	p, v := filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"), "0"
-	if !s.unified() {
-		p, v = filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"), "THAWED"
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY, 0) // never created: the kernel's file or none
 	if errors.Is(err, fs.ErrNotExist) {
@@ -68,16 +77,14 @@ func (s *Store) thaw(cg string) error {
 
 // cgroupPids is every process in the container's cgroup (and the cgroups
 // below it): v2's tree, or the first v1 hierarchy that has the cgroup.
-func (s *Store) cgroupPids(cg string) ([]int, error) {
-	cg = cleanCgroupPath(cg)
-	if cg == "" {
-		return nil, nil
-	}
-	dirs := []string{filepath.Join(s.cgroupRoot, cg)}
-	if !s.unified() {
-		dirs = nil
-		for _, h := range []string{"pids", "freezer", "memory", "cpu", "devices", "systemd"} {
-			dirs = append(dirs, filepath.Join(s.cgroupRoot, h, cg))
+func (s *Store) cgroupPids(st *State) ([]int, error) {
+	var dirs []string
+	for _, h := range []string{"pids", "freezer", "memory", "cpu", "devices", "systemd"} {
+		if l, ok := s.cgroupIn(st, h); ok {
+			dirs = append(dirs, l.dir())
+		}
+		if s.unified() {
+			break
 		}
 	}
 	for _, d := range dirs {
@@ -126,23 +133,9 @@ func readPids(path string) ([]int, error) {
 // removeCgroup removes the container's cgroup, the cgroups below it first,
 // in the v2 tree or in every v1 hierarchy; one that is not there is fine.
 // A cgroup whose last process just died may be busy for a moment.
-func (s *Store) removeCgroup(cg string) error {
-	cg = cleanCgroupPath(cg)
-	if cg == "" {
-		return nil
-	}
-	roots := []string{s.cgroupRoot}
-	if !s.unified() {
-		roots = nil
-		ents, _ := os.ReadDir(s.cgroupRoot)
-		for _, e := range ents {
-			if e.IsDir() { // cpu,cpuacct's aliases are symlinks: once is enough
-				roots = append(roots, filepath.Join(s.cgroupRoot, e.Name()))
-			}
-		}
-	}
-	for _, r := range roots {
-		if err := rmdirTree(filepath.Join(r, cg), s.rmdir); err != nil {
+func (s *Store) removeCgroup(st *State) error {
+	for _, l := range s.cgroupLocs(st) {
+		if err := rmdirTree(l.dir(), s.rmdir); err != nil {
 			return err
 		}
 	}
@@ -208,20 +201,9 @@ func (s *Store) Freeze(st *State, freeze bool) error {
 	case !freeze && status != Paused:
 		return fmt.Errorf("container %s not paused", st.ID)
 	}
-	cg := cleanCgroupPath(st.CgroupPath)
-	if cg == "" {
+	p, v, ok := s.freezeFile(st, freeze)
+	if !ok {
 		return fmt.Errorf("%s: no cgroup of its own to freeze", st.ID)
-	}
-	p, v := filepath.Join(s.cgroupRoot, cg, "cgroup.freeze"), "1"
-	if !s.unified() {
-		p, v = filepath.Join(s.cgroupRoot, "freezer", cg, "freezer.state"), "FROZEN"
-	}
-	if !freeze {
-		if s.unified() {
-			v = "0"
-		} else {
-			v = "THAWED"
-		}
 	}
 	if err := writeCgroupFile(p, v); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
@@ -230,7 +212,7 @@ func (s *Store) Freeze(st *State, freeze bool) error {
 }
 
 // Pids are the host pids of every process in the container's cgroup.
-func (s *Store) Pids(st *State) ([]int, error) { return s.cgroupPids(st.CgroupPath) }
+func (s *Store) Pids(st *State) ([]int, error) { return s.cgroupPids(st) }
 
 // Unified says whether the host's cgroups are v2 (else v1).
 func (s *Store) Unified() bool { return s.unified() }

@@ -80,20 +80,19 @@ type PidsStats struct {
 // Stats reads the container's figures from its cgroup, on either layout.
 // A controller the cgroup does not have leaves its figures at zero.
 func (s *Store) Stats(st *State) (*Stats, error) {
-	cg := cleanCgroupPath(st.CgroupPath)
-	if cg == "" {
+	if _, ok := s.cgroupIn(st, "pids"); !ok {
 		return nil, fmt.Errorf("%s: no cgroup of its own", st.ID)
 	}
 	out := &Stats{}
+	at := func(ctrl string) string { l, _ := s.cgroupIn(st, ctrl); return l.dir() }
 	if s.unified() {
-		dir := filepath.Join(s.cgroupRoot, cg)
+		dir := at("")
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("%s: cgroup %s: %w", st.ID, dir, err)
 		}
 		s.statsV2(dir, out)
 		return out, nil
 	}
-	at := func(ctrl string) string { return filepath.Join(s.cgroupRoot, ctrl, cg) }
 	cpu := at("cpuacct")
 	out.CPU.Usage.Total = readUint(filepath.Join(cpu, "cpuacct.usage"))
 	for _, f := range strings.Fields(readString(filepath.Join(cpu, "cpuacct.usage_percpu"))) {
@@ -177,8 +176,8 @@ func readKeyed(path string) map[string]uint64 {
 // (the caller compares OOMKills before and after), on v1 an eventfd
 // registered for memory.oom_control (one 8-byte count per read).
 func (s *Store) OOMNotify(st *State) (*os.File, error) {
-	cg := cleanCgroupPath(st.CgroupPath)
-	if cg == "" {
+	l, ok := s.cgroupIn(st, "memory")
+	if !ok {
 		return nil, fmt.Errorf("%s: no cgroup of its own", st.ID)
 	}
 	if s.unified() {
@@ -186,14 +185,14 @@ func (s *Store) OOMNotify(st *State) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("inotify: %w", err)
 		}
-		p := filepath.Join(s.cgroupRoot, cg, "memory.events")
+		p := filepath.Join(l.dir(), "memory.events")
 		if _, err := unix.InotifyAddWatch(fd, p, unix.IN_MODIFY); err != nil {
 			unix.Close(fd)
 			return nil, fmt.Errorf("watch %s: %w", p, err)
 		}
 		return os.NewFile(uintptr(fd), "inotify"), nil
 	}
-	dir := filepath.Join(s.cgroupRoot, "memory", cg)
+	dir := l.dir()
 	ctl, err := os.Open(filepath.Join(dir, "memory.oom_control"))
 	if err != nil {
 		return nil, fmt.Errorf("cgroup %s: %w", dir, err)
@@ -213,10 +212,13 @@ func (s *Store) OOMNotify(st *State) (*os.File, error) {
 // OOMKills is how many processes of the container's the OOM killer has
 // killed: v2's memory.events oom_kill; on v1 memory.oom_control's oom_kill.
 func (s *Store) OOMKills(st *State) (uint64, error) {
-	cg := cleanCgroupPath(st.CgroupPath)
-	p := filepath.Join(s.cgroupRoot, cg, "memory.events")
+	l, ok := s.cgroupIn(st, "memory")
+	if !ok {
+		return 0, fmt.Errorf("%s: no cgroup of its own", st.ID)
+	}
+	p := filepath.Join(l.dir(), "memory.events")
 	if !s.unified() {
-		p = filepath.Join(s.cgroupRoot, "memory", cg, "memory.oom_control")
+		p = filepath.Join(l.dir(), "memory.oom_control")
 	}
 	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("%s: %w", p, err)

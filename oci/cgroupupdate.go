@@ -30,8 +30,7 @@ func (s *Store) Update(st *State, lr *specs.LinuxResources) error {
 		// cgroup v2's swap file counts swap alone: it needs the limit.
 		r.MemoryLimit = old.Memory.Limit
 	}
-	cg := cleanCgroupPath(st.CgroupPath)
-	if cg == "" {
+	if len(s.cgroupLocs(st)) == 0 {
 		return fmt.Errorf("%s: no cgroup of its own to update", st.ID)
 	}
 	unified := s.unified()
@@ -40,9 +39,9 @@ func (s *Store) Update(st *State, lr *specs.LinuxResources) error {
 		return err
 	}
 	if !unified && r.MemorySwap != nil {
-		files = s.swapFirst(cg, files, *r.MemorySwap)
+		files = s.swapFirst(st, files, *r.MemorySwap)
 	}
-	if err := s.writeCgroupFiles(cg, files, unified); err != nil {
+	if err := s.writeCgroupFiles(st, files); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
 	}
 	mergeResources(old, lr)
@@ -52,8 +51,9 @@ func (s *Store) Update(st *State, lr *specs.LinuxResources) error {
 // swapFirst orders v1's memory files as runc does: v1 keeps the memory
 // limit at most memory+swap's, so a memory+swap limit that rises (or goes)
 // is written before the memory limit, one that falls after it.
-func (s *Store) swapFirst(cg string, files []CgroupFile, swap int64) []CgroupFile {
-	cur := readUint(filepath.Join(s.cgroupRoot, "memory", cg, "memory.memsw.limit_in_bytes"))
+func (s *Store) swapFirst(st *State, files []CgroupFile, swap int64) []CgroupFile {
+	mem, _ := s.cgroupIn(st, "memory")
+	cur := readUint(filepath.Join(mem.dir(), "memory.memsw.limit_in_bytes"))
 	if swap != -1 && uint64(swap) <= cur {
 		return files
 	}

@@ -91,7 +91,7 @@ func TestSwapFirst(t *testing.T) {
 		swap  int64
 		first string
 	}{{500, "memory.limit_in_bytes"}, {1000, "memory.limit_in_bytes"}, {2000, "memory.memsw.limit_in_bytes"}, {-1, "memory.memsw.limit_in_bytes"}} {
-		got := s.swapFirst("c", append([]CgroupFile(nil), files...), tt.swap)
+		got := s.swapFirst(&State{CgroupPath: "c"}, append([]CgroupFile(nil), files...), tt.swap)
 		if got[0].File != tt.first || len(got) != 3 {
 			t.Errorf("swap %d: %+v, want %s first", tt.swap, got, tt.first)
 		}

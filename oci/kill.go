@@ -22,7 +22,7 @@ func (s *Store) Kill(st *State, sig unix.Signal, all bool) error {
 	if !all {
 		return nil
 	}
-	pids, err := s.cgroupPids(st.CgroupPath)
+	pids, err := s.cgroupPids(st)
 	if err != nil {
 		return fmt.Errorf("%s: the cgroup's processes: %w", st.ID, err)
 	}
@@ -77,7 +77,7 @@ func (s *Store) Delete(st *State, force bool) error {
 	if err := s.WriteReport(st); err != nil && s.Warn != nil {
 		s.Warn(err)
 	}
-	if err := s.removeCgroup(st.CgroupPath); err != nil {
+	if err := s.removeCgroup(st); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
 	}
 	return s.Remove(st.ID)
@@ -109,7 +109,7 @@ func (s *Store) killAndWait(st *State) error {
 			return fmt.Errorf("%s: SIGKILL to %d: %w", st.ID, st.InitPid, err)
 		}
 	}
-	pids, err := s.cgroupPids(st.CgroupPath)
+	pids, err := s.cgroupPids(st)
 	if err != nil {
 		return fmt.Errorf("%s: the cgroup's processes: %w", st.ID, err)
 	}
@@ -118,7 +118,7 @@ func (s *Store) killAndWait(st *State) error {
 			_ = unix.Kill(pid, unix.SIGKILL) // one that ended meanwhile is fine
 		}
 	}
-	if err := s.thaw(st.CgroupPath); err != nil {
+	if err := s.thaw(st); err != nil {
 		return fmt.Errorf("%s: %w", st.ID, err)
 	}
 	if fd < 0 {

@@ -312,7 +312,15 @@ func ExecSpec(c *Container, p *Process) (*nsexec.Spec, error) {
 	if err := lifecycleUnsupported(&cc); err != nil {
 		return nil, err
 	}
-	return processSpec(c, p)
+	spec, err := processSpec(c, p)
+	if err != nil {
+		return nil, err
+	}
+	// The command joins the container's cgroup namespace (nsexec.Join) and
+	// keeps it, as runc's exec: it sees its cgroup as the container sees
+	// it (exec --cgroup SUB: "/SUB"), not as the root of one of its own.
+	spec.KeepCgroupNS = true
+	return spec, nil
 }
 
 // sysctlList is domainname (as kernel.domainname) and linux.sysctl, in

@@ -133,14 +133,14 @@ func mountOp(m Mount, field string) (fs.Op, error) {
 const kindCgroup fs.Kind = "oci-cgroup"
 
 // CgroupMounts makes each cgroup mount of the plan the container's own
-// cgroup cg (below s's cgroup file system), as runc has it for a
+// cgroup (st's, below s's cgroup file system), as runc has it for a
 // container that may not mount a cgroup file system itself (the init is
 // not in the container's cgroup namespace yet when it builds the root):
 // on cgroup v2 a bind of its directory in the v2 tree; on v1 a tmpfs
 // holding a bind of its directory in each hierarchy (the hierarchies'
 // symlinks, cpu to cpu,cpuacct, made again). Read-only unless the mount
 // says rw.
-func (l *Launch) CgroupMounts(s *Store, cg string) error {
+func (l *Launch) CgroupMounts(s *Store, st *State) error {
 	var ops []fs.Op
 	for _, op := range l.Spec.Plan.Ops {
 		if op.Kind != kindCgroup {
@@ -148,7 +148,7 @@ func (l *Launch) CgroupMounts(s *Store, cg string) error {
 			continue
 		}
 		if s.unified() {
-			ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(s.cgroupRoot, cg), Dst: op.Dst, RW: op.RW, NoExec: op.NoExec})
+			ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(s.cgroupRoot, cleanCgroupPath(st.CgroupPath)), Dst: op.Dst, RW: op.RW, NoExec: op.NoExec})
 			continue
 		}
 		ops = append(ops, fs.Op{Kind: fs.KindTmpfs, Dst: op.Dst, RW: true, Data: "mode=0755,size=64k,nr_inodes=64"})
@@ -166,7 +166,7 @@ func (l *Launch) CgroupMounts(s *Store, cg string) error {
 				}
 				ops = append(ops, fs.Op{Kind: fs.KindSymlink, Dst: dst, Link: link})
 			case e.IsDir() && e.Name() != "unified":
-				ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(src, cg), Dst: dst, RW: op.RW, NoExec: op.NoExec})
+				ops = append(ops, fs.Op{Kind: fs.KindBind, Src: filepath.Join(src, st.cgroupPathIn(e.Name())), Dst: dst, RW: op.RW, NoExec: op.NoExec})
 			}
 		}
 		if !op.RW {

@@ -163,15 +163,25 @@ func TestPlanCgroupMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := Mount{Destination: "/sys/fs/cgroup", Type: "cgroup", Flags: unix.MS_RDONLY | unix.MS_NOEXEC}
+	one := &State{CgroupPath: "/c/d"}
+	// A relative cgroupsPath on v1: below the caller's own cgroup in each
+	// hierarchy, which here differ.
+	each := &State{CgroupPath: "/c/d", CgroupPaths: map[string]string{"cpu,cpuacct": "/c/d", "memory": "/acct/c/d"}}
 	for _, c := range []struct {
 		root string
+		st   *State
 		want []fs.Op
 	}{
-		{v2, []fs.Op{{Kind: fs.KindBind, Src: v2 + "/c/d", Dst: "/sys/fs/cgroup", NoExec: true}}},
-		{v1, []fs.Op{{Kind: fs.KindTmpfs, Dst: "/sys/fs/cgroup", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"},
+		{v2, one, []fs.Op{{Kind: fs.KindBind, Src: v2 + "/c/d", Dst: "/sys/fs/cgroup", NoExec: true}}},
+		{v1, one, []fs.Op{{Kind: fs.KindTmpfs, Dst: "/sys/fs/cgroup", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"},
 			{Kind: fs.KindSymlink, Dst: "/sys/fs/cgroup/cpu", Link: "cpu,cpuacct"},
 			{Kind: fs.KindBind, Src: v1 + "/cpu,cpuacct/c/d", Dst: "/sys/fs/cgroup/cpu,cpuacct", NoExec: true},
 			{Kind: fs.KindBind, Src: v1 + "/memory/c/d", Dst: "/sys/fs/cgroup/memory", NoExec: true},
+			{Kind: fs.KindSeal, Dst: "/sys/fs/cgroup"}}},
+		{v1, each, []fs.Op{{Kind: fs.KindTmpfs, Dst: "/sys/fs/cgroup", RW: true, Data: "mode=0755,size=64k,nr_inodes=64"},
+			{Kind: fs.KindSymlink, Dst: "/sys/fs/cgroup/cpu", Link: "cpu,cpuacct"},
+			{Kind: fs.KindBind, Src: v1 + "/cpu,cpuacct/c/d", Dst: "/sys/fs/cgroup/cpu,cpuacct", NoExec: true},
+			{Kind: fs.KindBind, Src: v1 + "/memory/acct/c/d", Dst: "/sys/fs/cgroup/memory", NoExec: true},
 			{Kind: fs.KindSeal, Dst: "/sys/fs/cgroup"}}},
 	} {
 		p, err := Plan(&Container{Root: t.TempDir(), Mounts: []Mount{m}})
@@ -179,7 +189,7 @@ func TestPlanCgroupMounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := &Launch{Spec: &nsexec.Spec{Plan: p}}
-		if err := l.CgroupMounts(&Store{cgroupRoot: c.root}, "/c/d"); err != nil || !reflect.DeepEqual(p.Ops, c.want) {
+		if err := l.CgroupMounts(&Store{cgroupRoot: c.root}, c.st); err != nil || !reflect.DeepEqual(p.Ops, c.want) {
 			t.Errorf("%s: %+v, %v\nwant %+v", c.root, p.Ops, err, c.want)
 		}
 	}

@@ -60,9 +60,14 @@ type State struct {
 	// Annotations are config.json's, as the state command prints them.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// CgroupPath is the container's cgroup, relative to the cgroup file
-	// system's root (in each v1 hierarchy, or in the v2 tree); empty when
-	// it has none of its own.
+	// system's root (in the v2 tree, or in each v1 hierarchy CgroupPaths
+	// has none for); empty when it has none of its own.
 	CgroupPath string `json:"cgroup_path,omitempty"`
+	// CgroupPaths, on v1 for a cgroupsPath below ward-oci's own cgroup,
+	// is the container's cgroup in each hierarchy (by its directory name
+	// under the cgroup root): ward-oci's own differs between hierarchies
+	// (oci/cgrouppath.go).
+	CgroupPaths map[string]string `json:"cgroup_paths,omitempty"`
 	// SystemdUnit is the transient scope holding the cgroup, with
 	// --systemd-cgroup.
 	SystemdUnit string `json:"systemd_unit,omitempty"`
@@ -210,7 +215,7 @@ func (s *Store) Status(st *State) Status {
 	if !s.initAlive(st) {
 		return Stopped
 	}
-	if s.frozen(st.CgroupPath) {
+	if s.frozen(st) {
 		return Paused
 	}
 	if _, err := os.Lstat(filepath.Join(s.Dir(st.ID), ExecFifo)); err == nil {

@@ -49,9 +49,11 @@ done
 
 # The cgroups the suite asks its containers for (runtime-tools' cgroups
 # package): absolute /cgrouptest, relative testdir/cgrouptest/container,
-# which a runtime may put below its own cgroup (ward-oci) or at the
-# hierarchy's root (runc 1.1 in v1's memory hierarchy, where this
-# machine's own cgroup is not the root): both are listed.
+# which runc and ward-oci put below their own cgroup in each hierarchy
+# (on v1 the process's cgroups differ between hierarchies: this machine's
+# memory cgroup is not the root). testdir at each hierarchy's root is
+# listed too, where a runtime that resolved the path against another
+# hierarchy's cgroup would leave it.
 cgroup_dirs() {
 	local h own
 	for h in /sys/fs/cgroup /sys/fs/cgroup/*; do

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"time"
 
@@ -35,16 +34,11 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	if c.Resources.KernelMemoryIgnored {
 		e.warn(errors.New("linux.resources.memory.kernel: ignored: the kernel no longer enforces a kernel memory limit"))
 	}
-	cg := c.Cgroup.Path
-	if c.Cgroup.Relative {
-		own, err := e.store.OwnCgroup()
-		if err != nil {
-			return nil, err
-		}
-		cg = path.Join(own, cg)
-	}
 	st := &oci.State{ID: c.ID, Bundle: c.Bundle, Rootfs: c.Root, Created: time.Now().UTC(),
-		Annotations: c.Annotations, CgroupPath: cg, Config: s}
+		Annotations: c.Annotations, Config: s}
+	if err := e.store.PlaceCgroup(st, c.Cgroup.Path, c.Cgroup.Relative); err != nil {
+		return nil, err
+	}
 	if err := e.store.Create(st); err != nil {
 		return nil, err
 	}
@@ -79,12 +73,12 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 		}
 		// Where the manager put it (a user manager's slices are below
 		// its own cgroup): create is in it.
-		if cg, err = e.store.OwnCgroup(); err != nil {
+		if err := e.store.PlaceCgroup(st, "", true); err != nil {
 			return nil, err
 		}
-		st.SystemdUnit, st.CgroupPath = c.Cgroup.Unit, cg
+		st.SystemdUnit = c.Cgroup.Unit
 	}
-	procs, err := e.store.MakeCgroup(cg, &c.Resources)
+	procs, err := e.store.MakeCgroup(st, &c.Resources)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +91,7 @@ func (e *env) create(f *createFlags, c *oci.Container, s *specs.Spec) (_ *oci.St
 	for _, p := range procs {
 		files.Add(p)
 	}
-	if err := launch.CgroupMounts(e.store, cg); err != nil {
+	if err := launch.CgroupMounts(e.store, st); err != nil {
 		return nil, err
 	}
 	if err := c.MakeMountPoints(); err != nil { // as runc: in the bundle's rootfs

@@ -58,6 +58,10 @@ func (e *env) execCmd() *cobra.Command {
 					return err
 				}
 				terminal = p.Terminal
+				if len(f.caps) > 0 || f.apparmor != "" || f.processLabel != "" {
+					// runc's rule: the process file decides.
+					e.warn(errors.New("exec: --cap, --apparmor and --process-label are ignored with --process: the process file says"))
+				}
 			} else if len(args) < 2 {
 				return errors.New("exec: no command given: want <container-id> <command>, or --process FILE")
 			}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/wardbox/ward/nsexec"
@@ -35,6 +37,30 @@ func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Proc
 		}
 		base.User.AdditionalGids = append(append([]uint32{}, base.User.AdditionalGids...), uint32(g))
 	}
+	// As runc: --cap adds to the bounding, effective and permitted sets,
+	// and to the ambient one where the config has an inheritable set.
+	if len(f.caps) > 0 {
+		c := specs.LinuxCapabilities{}
+		if base.Capabilities != nil {
+			c = *base.Capabilities
+		}
+		for _, name := range f.caps {
+			c.Bounding = append(slices.Clip(c.Bounding), name)
+			c.Effective = append(slices.Clip(c.Effective), name)
+			c.Permitted = append(slices.Clip(c.Permitted), name)
+			if c.Inheritable != nil {
+				c.Ambient = append(slices.Clip(c.Ambient), name)
+			}
+		}
+		base.Capabilities = &c
+	}
+	// ward has no AppArmor or SELinux: refused, as config.json's fields.
+	if f.apparmor != "" {
+		return nil, fmt.Errorf("--apparmor %s: not supported by ward (no AppArmor profiles)", f.apparmor)
+	}
+	if f.processLabel != "" {
+		return nil, fmt.Errorf("--process-label %s: not supported by ward (no SELinux labels)", f.processLabel)
+	}
 	if f.user != "" {
 		u, g, _ := strings.Cut(f.user, ":")
 		uid, err := strconv.ParseUint(u, 10, 32)
@@ -57,8 +83,9 @@ func (e *env) argsProcess(st *oci.State, f *execFlags, args []string) (*oci.Proc
 // pid file and returns; else it waits for the command, as its subreaper,
 // and exits with its status.
 func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
-	if len(f.caps) > 0 || f.apparmor != "" || f.processLabel != "" || len(f.cgroups) > 0 {
-		return errors.New("exec: --cap, --apparmor, --process-label and --cgroup are not supported yet")
+	sub, err := subCgroupPaths(f.cgroups)
+	if err != nil {
+		return err
 	}
 	c, err := oci.Spec(st.Config, oci.SpecOptions{ID: st.ID, Bundle: st.Bundle})
 	if err != nil {
@@ -75,7 +102,7 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 		}
 		defer pidfdSock.Close()
 	}
-	procs, err := e.store.OpenCgroupProcs(st)
+	procs, err := e.store.OpenCgroupProcs(st, sub)
 	if err != nil {
 		return err
 	}
@@ -154,4 +181,34 @@ func (e *env) exec(st *oci.State, f *execFlags, p *oci.Process) error {
 		return nil
 	}
 	return &exitError{code: code}
+}
+
+// subCgroupPaths reads exec's --cgroup values as runc does:
+// [CONTROLLER[,CONTROLLER...]:]PATH, a controller at most once, one PATH
+// without a controller at most.
+func subCgroupPaths(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	paths := map[string]string{}
+	for _, a := range args {
+		ctrls, p, ok := strings.Cut(a, ":")
+		if !ok {
+			if _, dup := paths[""]; dup {
+				return nil, fmt.Errorf("--cgroup %s: a path without a controller is given twice", a)
+			}
+			paths[""] = a
+			continue
+		}
+		for _, c := range strings.Split(ctrls, ",") {
+			if c == "" {
+				return nil, fmt.Errorf("--cgroup %s: an empty controller name", a)
+			}
+			if _, dup := paths[c]; dup {
+				return nil, fmt.Errorf("--cgroup %s: controller %s is given twice", a, c)
+			}
+			paths[c] = p
+		}
+	}
+	return paths, nil
 }
