@@ -33,9 +33,9 @@ func (e *ociEnv) applets(names ...string) {
 // hierarchy).
 func (e *ociEnv) cgroupFile(id, ctrl, v1, v2 string) string {
 	e.t.Helper()
-	p := filepath.Join("/sys/fs/cgroup", e.cgroupOf(id), v2)
+	p := filepath.Join(e.cgroupDir(id, ctrl), v2)
 	if !cgroupV2() {
-		p = filepath.Join("/sys/fs/cgroup", ctrl, e.cgroupOf(id), v1)
+		p = filepath.Join(e.cgroupDir(id, ctrl), v1)
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {

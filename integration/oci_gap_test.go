@@ -98,7 +98,7 @@ func TestOCIKernelMemory(t *testing.T) {
 			t.Errorf("%s: stderr %q, want a warning that memory.kernel is ignored", c.id, r.stderr)
 		}
 		if _, tcp := c.mem["kernelTCP"]; tcp {
-			p := filepath.Join("/sys/fs/cgroup/memory", e.cgroupOf(c.id), "memory.kmem.tcp.limit_in_bytes")
+			p := filepath.Join(e.cgroupDir(c.id, "memory"), "memory.kmem.tcp.limit_in_bytes")
 			if b, err := os.ReadFile(p); err != nil || strings.TrimSpace(string(b)) != "67108864" {
 				t.Errorf("%s: %q, %v; want 67108864", p, b, err)
 			}

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +30,13 @@ type ociEnv struct {
 	bin    string
 	root   string
 	bundle string
-	cgroup string // /ward-oci-test-N: the parent of the containers' cgroups
+	// cgroup is ward-oci-test-N, the parent of the containers' cgroups:
+	// their cgroupsPath is relative (cgroupOf), so that ward-oci puts them
+	// below this process's own cgroup in each hierarchy, where the host
+	// accounts for the test's processes (on v1 its memory cgroup need not
+	// be its pids one).
+	cgroup string
+	own    map[string]string // this process's cgroups (procCgroups)
 }
 
 // newOCIEnv makes a busybox-static rootfs and a state root in temp dirs,
@@ -46,7 +54,7 @@ func newOCIEnv(t *testing.T) *ociEnv {
 		t.Fatalf("bin/ward-oci missing: run make build (%v)", err)
 	}
 	e := &ociEnv{t: t, bin: bin, root: t.TempDir(), bundle: t.TempDir(),
-		cgroup: fmt.Sprintf("/ward-oci-test-%d-%d", os.Getpid(), rand.IntN(1<<30))}
+		cgroup: fmt.Sprintf("ward-oci-test-%d-%d", os.Getpid(), rand.IntN(1<<30)), own: procCgroups(t, "self")}
 	rootfs := filepath.Join(e.bundle, "rootfs")
 	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
@@ -73,14 +81,14 @@ func newOCIEnv(t *testing.T) *ociEnv {
 	}
 	t.Cleanup(func() {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-		for _, dir := range ociCgroupRoots() {
-			kids, _ := os.ReadDir(filepath.Join(dir, e.cgroup))
+		for _, dir := range e.cgroupDirs("") {
+			kids, _ := os.ReadDir(dir)
 			for _, k := range kids {
 				if k.IsDir() {
-					_ = os.Remove(filepath.Join(dir, e.cgroup, k.Name()))
+					_ = os.Remove(filepath.Join(dir, k.Name()))
 				}
 			}
-			_ = os.Remove(filepath.Join(dir, e.cgroup))
+			_ = os.Remove(dir)
 		}
 	})
 	return e
@@ -119,7 +127,55 @@ func (e *ociEnv) config(id string, args ...string) {
 	}
 }
 
+// cgroupOf is container id's cgroupsPath: relative, below ward-oci's own
+// cgroup (the test's) in each hierarchy.
 func (e *ociEnv) cgroupOf(id string) string { return e.cgroup + "/" + id }
+
+// cgroupDirs are container id's cgroup directories on the host (id ""
+// the test's parent's): in the v2 tree, or in each v1 hierarchy below
+// this process's own cgroup there.
+func (e *ociEnv) cgroupDirs(id string) []string {
+	var out []string
+	for ctrls, own := range e.own {
+		if (ctrls == "") != cgroupV2() {
+			continue // on v1 ward-oci leaves the hybrid layout's v2 tree alone
+		}
+		root := "/sys/fs/cgroup"
+		if ctrls != "" {
+			root = hierarchyDir(ctrls)
+		}
+		if _, err := os.Stat(root); err == nil {
+			out = append(out, filepath.Join(root, own, e.cgroup, id))
+		}
+	}
+	return out
+}
+
+// cgroupDir is container id's cgroup directory in controller ctrl's v1
+// hierarchy, or in the v2 tree.
+func (e *ociEnv) cgroupDir(id, ctrl string) string {
+	e.t.Helper()
+	if cgroupV2() {
+		return filepath.Join("/sys/fs/cgroup", e.own[""], e.cgroupOf(id))
+	}
+	for ctrls, own := range e.own {
+		if slices.Contains(strings.Split(ctrls, ","), ctrl) || ctrls == "name="+ctrl {
+			return filepath.Join(hierarchyDir(ctrls), own, e.cgroupOf(id))
+		}
+	}
+	e.t.Fatalf("no cgroup v1 hierarchy of %s in /proc/self/cgroup", ctrl)
+	return ""
+}
+
+// procCgroup is container id's cgroup as /proc/PID/cgroup names it in
+// the pids hierarchy (v1) or the v2 tree.
+func (e *ociEnv) procCgroup(id string) string {
+	key := ""
+	if !cgroupV2() {
+		key = "pids"
+	}
+	return path.Join(e.own[key], e.cgroupOf(id))
+}
 
 // ociRun is one finished ward-oci command.
 type ociRun struct {
@@ -204,8 +260,8 @@ func (e *ociEnv) create(id string, out *os.File) int {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if !strings.Contains(string(cg), ":"+e.cgroupOf(id)+"\n") {
-		e.t.Fatalf("right after create, /proc/%d/cgroup is\n%s\nwant the container's cgroup %s", pid, cg, e.cgroupOf(id))
+	if !strings.Contains(string(cg), ":"+e.procCgroup(id)+"\n") {
+		e.t.Fatalf("right after create, /proc/%d/cgroup is\n%s\nwant the container's cgroup %s", pid, cg, e.procCgroup(id))
 	}
 	if ppid := parentOf(pid); ppid != os.Getpid() {
 		e.t.Fatalf("the container's process %d has parent %d, want the subreaper (the test, %d)", pid, ppid, os.Getpid())
@@ -246,9 +302,9 @@ func (e *ociEnv) gone(id string, pid int) {
 	if _, err := os.Stat(filepath.Join(e.root, id)); !errors.Is(err, os.ErrNotExist) {
 		e.t.Errorf("the state of %s is still there: %v", id, err)
 	}
-	for _, dir := range ociCgroupRoots() {
-		if _, err := os.Stat(filepath.Join(dir, e.cgroupOf(id))); !errors.Is(err, os.ErrNotExist) {
-			e.t.Errorf("the cgroup %s is still there: %v", filepath.Join(dir, e.cgroupOf(id)), err)
+	for _, dir := range e.cgroupDirs(id) {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			e.t.Errorf("the cgroup %s is still there: %v", dir, err)
 		}
 	}
 	if err := unix.Kill(pid, 0); !errors.Is(err, unix.ESRCH) {
@@ -368,9 +424,9 @@ func TestOCIRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.root, "c4")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run left the container's state: %v", err)
 	}
-	for _, dir := range ociCgroupRoots() {
-		if _, err := os.Stat(filepath.Join(dir, e.cgroupOf("c4"))); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("run left the cgroup %s", filepath.Join(dir, e.cgroupOf("c4")))
+	for _, dir := range e.cgroupDirs("c4") {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("run left the cgroup %s", dir)
 		}
 	}
 }
@@ -447,8 +503,8 @@ func TestOCIExec(t *testing.T) {
 		}
 	}
 	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", epid))
-	if !strings.Contains(string(cg), ":"+e.cgroupOf("c6")+"\n") {
-		t.Errorf("the command's cgroups are\n%s\nwant the container's %s", cg, e.cgroupOf("c6"))
+	if !strings.Contains(string(cg), ":"+e.procCgroup("c6")+"\n") {
+		t.Errorf("the command's cgroups are\n%s\nwant the container's %s", cg, e.procCgroup("c6"))
 	}
 	var pids []int
 	if err := json.Unmarshal([]byte(e.must(nil, "ps", "--format", "json", "c6")), &pids); err != nil || len(pids) != 2 {
