@@ -184,14 +184,30 @@ func Join(spec *Spec, pid int, cgroupProcs []*os.File, stdio Stdio) (int, error)
 	}
 	child := int(msg[0])
 	if err := unix.Sendmsg(int(ours.Fd()), gate, nil, nil, 0); err != nil {
-		_ = unix.Kill(child, unix.SIGKILL)
+		killReap(child)
 		return 0, &SetupError{Step: "join-namespaces", Errno: errno(err), Msg: "send the command's config: " + err.Error()}
 	}
 	if err := readJoinReports(ours, spec, stdio.Console); err != nil {
-		_ = unix.Kill(child, unix.SIGKILL)
+		killReap(child)
 		return 0, err
 	}
 	return child, nil
+}
+
+// killReap ends a command's process that failed to start, and reaps it
+// when it is the caller's child (a caller that is its subreaper, as
+// ward-oci exec waiting for it): a zombie left in the container's PID
+// namespace holds its init, killed later, in the kernel's wait for the
+// namespace to empty until whoever inherits the zombie reaps it. Not the
+// caller's child, wait4 fails at once and the caller's subreaper reaps it.
+func killReap(child int) {
+	_ = unix.Kill(child, unix.SIGKILL)
+	for {
+		_, err := unix.Wait4(child, nil, 0, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
 }
 
 // readJoinReports reads the command's process's reports until its exec
