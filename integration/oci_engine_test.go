@@ -244,17 +244,25 @@ func runEngine(t *testing.T, cmd *exec.Cmd) engineRun {
 	return r
 }
 
-// engineCgroup is a cgroup parent of the test's own (every v1 hierarchy or
-// the v2 tree), for the containers and conmon; at cleanup every process
-// left in it is killed by pid and the tree is removed, deepest first.
-func engineCgroup(t *testing.T, what string) string {
+// engineCgroup is a cgroup parent of the test's own for the containers
+// (and conmon): relative, it is below this process's own cgroup in each
+// hierarchy, where the runtime resolves a relative cgroupsPath (ctr's
+// --cgroup); else absolute, in every v1 hierarchy or the v2 tree (podman
+// makes its --cgroup-parent absolute against PID 1's cgroup). At cleanup
+// every process left in it is killed by pid and the tree is removed,
+// deepest first.
+func engineCgroup(t *testing.T, what string, relative bool) string {
 	t.Helper()
-	cg := fmt.Sprintf("/ward-%s-test-%d-%d", what, os.Getpid(), rand.IntN(1<<30))
+	cg := fmt.Sprintf("ward-%s-test-%d-%d", what, os.Getpid(), rand.IntN(1<<30))
+	if !relative {
+		cg = "/" + cg
+	}
+	dirs := engineCgroupDirs(t, cg)
 	t.Cleanup(func() {
 		for i := 0; i < 100; i++ {
 			left := false
-			for _, root := range ociCgroupRoots() {
-				if killAndRemoveCgroups(filepath.Join(root, cg)) {
+			for _, d := range dirs {
+				if killAndRemoveCgroups(d) {
 					left = true
 				}
 			}
@@ -263,13 +271,32 @@ func engineCgroup(t *testing.T, what string) string {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		for _, root := range ociCgroupRoots() {
-			if _, err := os.Stat(filepath.Join(root, cg)); err == nil {
-				t.Errorf("cgroup %s could not be removed", filepath.Join(root, cg))
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("cgroup %s could not be removed", d)
 			}
 		}
 	})
 	return cg
+}
+
+// engineCgroupDirs are cgroup cg's directories: an absolute one at each
+// hierarchy's root, a relative one below this process's own cgroup there.
+func engineCgroupDirs(t *testing.T, cg string) []string {
+	if strings.HasPrefix(cg, "/") {
+		var out []string
+		for _, root := range ociCgroupRoots() {
+			out = append(out, filepath.Join(root, cg))
+		}
+		return out
+	}
+	own := procCgroups(t, "self")
+	out := (&ociEnv{t: t, cgroup: cg, own: own}).cgroupDirs("")
+	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.procs"); err == nil && !cgroupV2() {
+		// runc on the hybrid layout makes it in the v2 tree too.
+		out = append(out, filepath.Join("/sys/fs/cgroup/unified", own[""], cg))
+	}
+	return out
 }
 
 // killAndRemoveCgroups kills the processes of dir's tree and removes its

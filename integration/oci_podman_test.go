@@ -47,7 +47,7 @@ func newPodmanEnv(t *testing.T, rt engineRuntime) *podmanEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	e := &podmanEnv{t: t, rt: rt, dir: dir, cgroup: engineCgroup(t, "podman"), image: "localhost/ward-busybox:test"}
+	e := &podmanEnv{t: t, rt: rt, dir: dir, cgroup: engineCgroup(t, "podman", false), image: "localhost/ward-busybox:test"}
 	rootfs := filepath.Join(dir, "rootfs")
 	makeBusyboxRootfs(t, rootfs)
 	tarball := filepath.Join(dir, "rootfs.tar")
