@@ -139,22 +139,6 @@ func writeCgroupFile(path, value string) error {
 	return nil
 }
 
-// OwnCgroup is this process's cgroup, relative to the cgroup file
-// system's root: v2's, or on v1 the pids hierarchy's.
-func (s *Store) OwnCgroup() (string, error) {
-	own, err := s.ownCgroups()
-	if err != nil {
-		return "", err
-	}
-	if s.unified() {
-		return own[""], nil
-	}
-	if cg, ok := own[s.hierarchy("pids")]; ok {
-		return cg, nil
-	}
-	return "", errors.New("own cgroup: not in the pids hierarchy")
-}
-
 // OpenCgroupProcs opens the container's cgroup.procs files (the v2 tree's,
 // or every v1 hierarchy's that has it) for a command run in it. sub, from
 // exec's --cgroup, names an existing cgroup below the container's to run
