@@ -152,3 +152,25 @@ func TestCgroupPerHierarchy(t *testing.T) {
 		t.Errorf("the caller's own cgroup went: %v", err)
 	}
 }
+
+// FuzzSubCgroups: exec's --cgroup path, when taken, names a cgroup below
+// the container's, never the container's own or one outside it.
+func FuzzSubCgroups(f *testing.F) {
+	for _, s := range []string{"sub", "a/b", "../x", "/", "a/../..", "/abs", ".", "a/./b/"} {
+		f.Add(s)
+	}
+	s := &Store{cgroupRoot: f.TempDir()}
+	if err := os.WriteFile(filepath.Join(s.cgroupRoot, "cgroup.controllers"), nil, 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		out, err := s.subCgroups(map[string]string{"": p})
+		if err != nil {
+			return
+		}
+		got := filepath.Join("/ctr", out[""])
+		if !strings.HasPrefix(got, "/ctr/") {
+			t.Fatalf("--cgroup %q: taken as %q, which is %s: not below the container's cgroup", p, out[""], got)
+		}
+	})
+}

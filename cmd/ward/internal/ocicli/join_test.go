@@ -64,3 +64,22 @@ func TestExecCapFlag(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSubCgroupPaths: any --cgroup values are read or refused, and what is
+// read names each controller once, never an empty one.
+func FuzzSubCgroupPaths(f *testing.F) {
+	for _, s := range []string{"sub", "memory:m", "cpu,cpuacct:c/d", ":x", "a,,b:c", "a:b:c"} {
+		f.Add(s, "pids:p")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		got, err := subCgroupPaths([]string{a, b})
+		if err != nil {
+			return
+		}
+		for k, v := range got {
+			if strings.Contains(k, ",") || (k == "" && strings.Contains(v, ":") && v != a && v != b) {
+				t.Fatalf("%q %q: %v", a, b, got)
+			}
+		}
+	})
+}
