@@ -54,6 +54,9 @@ BENCH_USER=wardbench$$
 useradd --no-create-home --shell /usr/sbin/nologin "$BENCH_USER"
 trap 'userdel "$BENCH_USER" 2>/dev/null || true' EXIT
 BU=$(id -u "$BENCH_USER"); BG=$(id -g "$BENCH_USER")
+# ward's state directory of a user with no XDG_RUNTIME_DIR (its seccomp
+# cache) goes with the user.
+trap 'userdel "$BENCH_USER" 2>/dev/null || true; rm -rf "${TMPDIR:-/tmp}/ward-$BU"' EXIT
 
 echo "== start-up: /bin/true"
 hf startup.json -n bare "/bin/true" -n c-static "$OUT/c-static" -n go-hello "$OUT/go-hello" -n cgo-hello "$OUT/cgo-hello" -n cgo-http "$OUT/cgo-http" \
