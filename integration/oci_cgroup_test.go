@@ -53,12 +53,18 @@ func cgroupV2() bool {
 // output.
 func (e *ociEnv) execOut(id string, args ...string) (int, string) {
 	e.t.Helper()
+	return e.execFlagsOut(nil, id, args...)
+}
+
+// execFlagsOut is execOut with exec's own flags (before the id).
+func (e *ociEnv) execFlagsOut(flags []string, id string, args ...string) (int, string) {
+	e.t.Helper()
 	out, err := os.Create(filepath.Join(e.t.TempDir(), "out"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer out.Close()
-	r := e.run(out, append([]string{"exec", id}, args...)...)
+	r := e.run(out, append(append(append([]string{"exec"}, flags...), id), args...)...)
 	b, _ := os.ReadFile(out.Name())
 	return r.code, string(b)
 }

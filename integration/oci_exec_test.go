@@ -28,16 +28,10 @@ func TestOCIExecCapAndCgroup(t *testing.T) {
 	const netAdmin = 12 // CAP_NET_ADMIN, not in runc spec's default set
 	capEff := func(flags ...string) uint64 {
 		t.Helper()
-		out, err := os.Create(filepath.Join(t.TempDir(), "out"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		code := e.run(out, append(append([]string{"exec"}, flags...), "xc", "grep", "CapEff", "/proc/self/status")...).code
-		b, _ := os.ReadFile(out.Name())
+		code, out := e.execFlagsOut(flags, "xc", "grep", "CapEff", "/proc/self/status")
 		var v uint64
-		if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(string(b), "CapEff:")), "%x", &v); code != 0 || err != nil {
-			t.Fatalf("exec %v: exit %d, %q", flags, code, b)
+		if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(out, "CapEff:")), "%x", &v); code != 0 || err != nil {
+			t.Fatalf("exec %v: exit %d, %q", flags, code, out)
 		}
 		return v
 	}
@@ -62,18 +56,12 @@ func TestOCIExecCapAndCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(sub) })
-	o, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	code := e.run(o, "exec", "--cgroup", flag, "xc", "cat", "/proc/self/cgroup").code
-	b, _ := os.ReadFile(o.Name())
-	out := string(b)
+	code, out := e.execFlagsOut([]string{"--cgroup", flag}, "xc", "cat", "/proc/self/cgroup")
 	if code != 0 {
 		t.Fatalf("exec --cgroup %s: exit %d, %q", flag, code, out)
 	}
 	// Inside, the container's cgroup namespace shows its cgroup as "/".
+	sawSub := false
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 || (f[1] != ctrls && (ctrls == "" || f[1] == "")) {
@@ -82,10 +70,14 @@ func TestOCIExecCapAndCgroup(t *testing.T) {
 		want := "/"
 		if f[1] == ctrls {
 			want = "/sub"
+			sawSub = true
 		}
 		if f[2] != want {
 			t.Errorf("exec --cgroup %s: in %q the command is in %s, want %s\n%s", flag, f[1], f[2], want, out)
 		}
+	}
+	if !sawSub {
+		t.Errorf("exec --cgroup %s: no %q line in the command's /proc/self/cgroup:\n%s", flag, ctrls, out)
 	}
 	if r := e.run(nil, "exec", "--cgroup", "nosuch", "xc", "true"); r.code == 0 || !strings.Contains(r.stderr, "--cgroup nosuch") {
 		t.Errorf("exec --cgroup nosuch: %+v, want an error naming it", r)

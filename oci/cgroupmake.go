@@ -196,7 +196,8 @@ func (s *Store) subCgroups(sub map[string]string) (map[string]string, error) {
 		case s.unified():
 			return nil, fmt.Errorf("--cgroup %s:%s: cgroup v2 has one tree: give the path alone", ctrl, p)
 		default:
-			if _, err := os.Stat(filepath.Join(s.cgroupRoot, ctrl)); err != nil {
+			if _, err := os.Stat(filepath.Join(s.cgroupRoot, ctrl)); err != nil || strings.ContainsAny(ctrl, "/\x00") ||
+				ctrl == "." || ctrl == ".." || ctrl == "unified" {
 				return nil, fmt.Errorf("--cgroup %s:%s: no cgroup v1 controller %q here", ctrl, p, ctrl)
 			}
 			ctrl = s.hierarchy(ctrl)

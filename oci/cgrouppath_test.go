@@ -74,7 +74,7 @@ func TestCgroupPerHierarchy(t *testing.T) {
 	s := testStore(t, false)
 	// A fake cgroup's cgroup.procs: the kernel's would come with mkdir.
 	// At any other place MakeCgroup fails to open it.
-	for _, d := range []string{"memory/acct/me/c", "pids/c", "freezer/c"} {
+	for _, d := range []string{"memory/acct/me/c", "pids/c", "freezer/c", "unified/c"} {
 		if err := os.MkdirAll(filepath.Join(s.cgroupRoot, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,8 @@ func TestCgroupPerHierarchy(t *testing.T) {
 	if want := []string{"/freezer/c/cgroup.procs", "/memory/acct/me/c/sub/cgroup.procs", "/pids/c/cgroup.procs"}; err != nil || !reflect.DeepEqual(names, want) {
 		t.Errorf("--cgroup memory:sub: %v, %v; want %v", names, err, want)
 	}
-	for _, bad := range []map[string]string{{"": "nosuch"}, {"": "../c"}, {"": "/"}, {"nosuchctrl": "sub"}} {
+	for _, bad := range []map[string]string{{"": "nosuch"}, {"": "../c"}, {"": "/"}, {"nosuchctrl": "sub"},
+		{"../" + filepath.Base(s.cgroupRoot) + "/memory": "sub"}, {"unified": "sub"}} {
 		if files, err := s.OpenCgroupProcs(st, bad); err == nil || len(files) != 0 {
 			t.Errorf("--cgroup %v: %d files, %v; want an error", bad, len(files), err)
 		}
